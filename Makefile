@@ -1,0 +1,100 @@
+# symphony.cluster — every target bootstraps what it needs on a fresh Debian machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT      := $(CURDIR)
+VENV      := $(ROOT)/.venv
+PY        := $(VENV)/bin/python
+BIN       := $(VENV)/bin
+SHARED    ?= $(abspath $(ROOT)/../shared)
+COLL_ROOT := $(ROOT)/build/collections
+COLL      := $(COLL_ROOT)/ansible_collections/symphony/cluster
+SANITY    := $(ROOT)/build/sanity/ansible_collections/symphony/cluster
+
+# The collection is importable as ansible_collections.symphony.cluster from the build tree;
+# community.general & co. come from the `ansible` package in the venv.
+export PATH := $(BIN):$(PATH)
+export PYTHONPATH := $(COLL_ROOT):$(ROOT)/tools
+export ANSIBLE_COLLECTIONS_PATH := $(COLL_ROOT)
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+export SYMPHONY_SHARED := $(SHARED)
+
+# Debian packages the tests and the demo use (installed only when missing).
+DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
+                chromium rsync procps
+
+.PHONY: help bootstrap venv debs collection test test-unit test-sanity test-lint test-molecule \
+        test-integration bench demo lab-up lab-down clean
+
+help:
+	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
+	@echo "make test   - unit + ansible-test sanity + ansible-lint + molecule + integration"
+	@echo "make bench  - benchmarks, each writing build/bench/<name>.json"
+	@echo "make lab-up / lab-down - the lab hosts (network namespaces, sshd, Slurm; needs root)"
+
+bootstrap: venv debs collection
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements.txt test-requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r test-requirements.txt
+	touch $@
+
+debs: build/.debs-stamp
+build/.debs-stamp: Makefile
+	@mkdir -p build
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root for apt-get (missing: $$missing)"; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@touch $@
+
+collection: $(COLL)
+$(COLL):
+	mkdir -p $(dir $(COLL))
+	ln -sfn $(ROOT) $(COLL)
+
+test: bootstrap test-unit test-sanity test-lint test-molecule test-integration
+
+test-unit: venv collection
+	$(PY) -m pytest -q -n 2 tests/unit
+
+test-sanity: venv collection
+	mkdir -p ~/.ansible/test/cache
+	@if [ -d "$(SHARED)/tools" ]; then \
+	  for v in 24_2 25_0 25_1 25_2; do cp $(SHARED)/tools/ansible-test-get-pip.py ~/.ansible/test/cache/get_pip_$$v.py; done; fi
+	rm -rf $(SANITY) && mkdir -p $(SANITY)
+	# Only what the collection ships (galaxy.yml build_ignore): tools/ and .ci/ are project tooling.
+	git ls-files -co --exclude-standard | grep -vE '^(tools/|\.ci/|molecule/)' | rsync -a --files-from=- ./ $(SANITY)/
+	cd $(SANITY) && $(BIN)/ansible-test sanity --local --python 3.11 --color no
+
+test-lint: venv collection
+	$(BIN)/ansible-lint --profile production --offline
+
+test-molecule: bootstrap
+	@set -e; for s in $$(ls molecule 2>/dev/null); do \
+	  [ -f molecule/$$s/molecule.yml ] || continue; \
+	  echo "== molecule scenario $$s"; $(BIN)/molecule test -s $$s; done
+
+test-integration: bootstrap
+	$(PY) -m pytest -q tests/integration
+
+bench: bootstrap
+	mkdir -p build/bench
+	@set -e; for b in tests/bench/bench_*.py; do echo "== $$b"; $(PY) $$b; done
+	@for f in build/bench/*.json; do echo "$$f: $$(cat $$f)"; done
+
+demo: bootstrap
+	$(PY) -m symphony_demo
+
+lab-up: bootstrap
+	$(PY) -m symphony_lab up
+
+lab-down: venv collection
+	$(PY) -m symphony_lab down
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The one exception family of symphony.cluster.
+
+Every failure the collection can explain derives from :class:`SymphonyError`.
+Modules catch exactly this family in one place and turn it into ``fail_json``;
+anything else is a bug and is allowed to surface as a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SymphonyError(Exception):
+    """Base of every error the collection raises on purpose.
+
+    ``where`` names the file, host or field the error is about, so an operator
+    reading one line of output knows what to fix.
+    """
+
+    def __init__(self, message, where=None, details=None):
+        self.message = message
+        self.where = where
+        self.details = details or {}
+        super().__init__(self.__str__())
+
+    def __str__(self):
+        if self.where:
+            return "%s: %s" % (self.where, self.message)
+        return self.message
+
+    def to_dict(self):
+        """Return ``{"error": class name, "msg": str, "where": ..., "details": {...}}``."""
+        return {
+            "error": type(self).__name__,
+            "msg": str(self),
+            "where": self.where,
+            "details": self.details,
+        }
+
+
+class ValidationError(SymphonyError):
+    """A data file (SKU manifest, twin, defects file) does not match its schema."""
+
+
+class ManifestError(ValidationError):
+    """A SKU manifest is missing, malformed or inconsistent."""
+
+
+class TwinError(ValidationError):
+    """The digital twin is malformed or inconsistent (duplicates, bad addresses)."""
+
+
+class GateError(SymphonyError):
+    """A check graph is inconsistent (unknown dependency, cycle, bad status)."""
+
+
+class LedgerError(SymphonyError):
+    """The ledger cannot be opened, migrated or written."""
+
+
+class ParseError(SymphonyError):
+    """A tool's output could not be parsed; ``where`` names the tool and what was missing."""
+
+
+class ToolNotFoundError(SymphonyError):
+    """A required executable is absent on the node (the test becomes ``not_run``)."""
+
+
+class RedfishError(SymphonyError):
+    """Base for Redfish transport and protocol errors (see ``_redfish``)."""
