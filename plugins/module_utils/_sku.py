@@ -140,7 +140,10 @@ SKU_SCHEMA = {
                     # matched with re.fullmatch); count = how many members must match.
                     "match": {"type": "object", "additionalProperties": False,
                               "properties": {"id": {"type": "string"}, "name": {"type": "string"},
-                                             "count": {"type": "integer", "minimum": 1}}},
+                                             "count": {"type": "integer", "minimum": 1},
+                                             # literal member Ids as the real BMC names them (the emulator
+                                             # serves these; the audit matches with the regexes above)
+                                             "ids": {"type": "array", "items": {"type": "string"}}}},
                 },
             },
         },
