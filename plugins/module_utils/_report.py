@@ -1,0 +1,321 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The handoff report: one self-contained HTML file, with JSON and JUnit XML beside it.
+
+Everything is read from the ledger (results, gates, events) and the evidence
+files the ledger points at; nothing is recomputed.  Charts are plotly figures
+with plotly.js inlined once, so the file opens with no network access.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import time
+import xml.etree.ElementTree as ET
+
+from ansible_collections.symphony.cluster.plugins.module_utils._gate import STAGES
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+
+try:
+    import plotly.graph_objects as go
+    import plotly.offline
+    HAS_PLOTLY = True
+except ImportError:
+    HAS_PLOTLY = False
+
+STATUS_COLOURS = {"pass": "#1b7f3b", "fail": "#c62828", "blocked": "#ef6c00", "not_run": "#78909c"}
+
+
+class ReportError(SymphonyError):
+    """The report could not be built (missing plotly, unreadable evidence)."""
+
+
+def _load_evidence(path):
+    """Read a JSON evidence file; ``None`` when absent (evidence may live on another controller)."""
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def collect(ledger, nodes=None):
+    """Build the report's data from the ledger.
+
+    ``nodes``: ``{hostname: twin node dict}`` (site, rack, u, serial, sku, spare)
+    to order and label rows; nodes only in the ledger are added.
+    Returns a JSON-serialisable dict: ``generated``, ``summary``, ``nodes``,
+    ``matrix`` (node -> stage -> check -> {status, reason}), ``dispatch``,
+    ``firmware``, ``events``, ``charts`` (series pulled from evidence).
+    """
+    nodes = dict(nodes or {})
+    results = ledger.current_results()
+    gates = ledger.current_gates()
+    for res in results:
+        nodes.setdefault(res.node, {"hostname": res.node})
+    for node in gates:
+        nodes.setdefault(node, {"hostname": node})
+
+    matrix, checks_by_stage = {}, {s: [] for s in STAGES}
+    for res in results:
+        matrix.setdefault(res.node, {}).setdefault(res.stage, {})[res.check] = {
+            "status": res.status, "reason": res.reason, "remediation": res.remediation}
+        if res.stage in checks_by_stage and res.check not in checks_by_stage[res.stage]:
+            checks_by_stage[res.stage].append(res.check)
+
+    rows = []
+    for host, twin in nodes.items():
+        node_gates = gates.get(host, {})
+        last_stage, last_gate = None, None
+        for stage in STAGES:
+            if stage in node_gates:
+                last_stage, last_gate = stage, node_gates[stage].status
+        rows.append({
+            "hostname": host, "site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
+            "serial": twin.get("serial"), "sku": twin.get("sku"), "spare": twin.get("spare", False),
+            "last_stage": last_stage, "gate": last_gate,
+            "reason": node_gates[last_stage].reason if last_stage else "not yet audited",
+            "gates": {s: node_gates[s].status for s in node_gates},
+        })
+
+    dispatch = []
+    for res in results:
+        if res.status != "fail":
+            continue
+        twin = nodes.get(res.node, {})
+        dispatch.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
+                         "hostname": res.node, "serial": twin.get("serial"), "stage": res.stage,
+                         "check": res.check, "reason": res.reason, "remediation": res.remediation})
+    dispatch.sort(key=lambda d: (str(d["site"]), str(d["rack"]), d["u"] or 0, d["stage"], d["check"]))
+
+    firmware = []
+    for res in results:
+        if res.stage == "provisioning" and res.check.startswith("firmware"):
+            firmware.append({"hostname": res.node, "check": res.check, "status": res.status,
+                             "before": (res.evidence or {}).get("before", res.observed),
+                             "after": (res.evidence or {}).get("after"),
+                             "expected": res.expected, "reason": res.reason})
+
+    summary = {"nodes": len(rows), "by_gate": {}, "handed_off": 0}
+    for row in rows:
+        key = "%s:%s" % (row["last_stage"], row["gate"]) if row["last_stage"] else "none"
+        summary["by_gate"][key] = summary["by_gate"].get(key, 0) + 1
+        if row["last_stage"] == "cluster_validation" and row["gate"] == "pass":
+            summary["handed_off"] += 1
+
+    return {
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "summary": summary,
+        "nodes": rows,
+        "checks_by_stage": {s: c for s, c in checks_by_stage.items() if c},
+        "matrix": matrix,
+        "dispatch": dispatch,
+        "firmware": firmware,
+        "events": ledger.events(),
+        "charts": _chart_series(results),
+    }
+
+
+def _chart_series(results):
+    """Series for the charts, from evidence the stages recorded.
+
+    Conventions (keys inside a result's ``evidence``): ``samples_file`` or
+    ``samples`` (power/temperature traces: list of {t_s, gpu, power_w, temp_c}),
+    ``fio`` (storage figures), ``pairs`` (fabric pair measurements
+    [{a, b, gbps, ok}]), ``curve`` (NCCL [{size_bytes, busbw_gbps}]), ``mfu``
+    ({mfu_pct, convention, scale_nodes, precision}), ``gpu_temps``
+    ({"node/gpu": temp_c} peer comparison) and ``outliers``.
+    """
+    series = {"traces": [], "storage": [], "pairs": [], "nccl": [], "mfu": [], "gpu_temps": [], "outliers": []}
+    for res in results:
+        ev = res.evidence or {}
+        samples = ev.get("samples")
+        if samples is None and ev.get("samples_file"):
+            samples = _load_evidence(ev["samples_file"])
+        if isinstance(samples, list) and samples:
+            series["traces"].append({"node": res.node, "check": res.check, "samples": samples})
+        if isinstance(ev.get("fio"), dict):
+            series["storage"].append(dict(ev["fio"], node=res.node, check=res.check))
+        for pair in ev.get("pairs") or []:
+            series["pairs"].append(pair)
+        if ev.get("curve"):
+            series["nccl"].append({"node": res.node, "check": res.check, "curve": ev["curve"],
+                                   "nodes": ev.get("nodes")})
+        if isinstance(ev.get("mfu"), dict):
+            series["mfu"].append(dict(ev["mfu"], node=res.node, check=res.check, run_id=res.run_id))
+        if isinstance(ev.get("gpu_temps"), dict):
+            series["gpu_temps"].append({"check": res.check, "run_id": res.run_id, "temps": ev["gpu_temps"],
+                                        "outliers": ev.get("outliers", [])})
+        for outlier in ev.get("outliers") or []:
+            series["outliers"].append(outlier)
+    return series
+
+
+def render_junit(data):
+    """JUnit XML: one testsuite per stage, one testcase per node and check.
+
+    ``fail`` -> ``<failure>``, ``blocked``/``not_run`` -> ``<skipped>`` with the reason.
+    """
+    root = ET.Element("testsuites", name="symphony.cluster")
+    suites = {}
+    for host, stages in sorted(data["matrix"].items()):
+        for stage, checks in stages.items():
+            suite = suites.get(stage)
+            if suite is None:
+                suite = suites[stage] = ET.SubElement(root, "testsuite", name=stage)
+            for check, res in checks.items():
+                case = ET.SubElement(suite, "testcase", classname="%s.%s" % (stage, host), name=check)
+                if res["status"] == "fail":
+                    node = ET.SubElement(case, "failure", message=res["reason"] or "failed")
+                    node.text = res.get("remediation") or ""
+                elif res["status"] in ("blocked", "not_run"):
+                    ET.SubElement(case, "skipped", message="%s: %s" % (res["status"], res["reason"]))
+    for suite in suites.values():
+        cases = list(suite)
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    return ET.tostring(root, encoding="unicode")
+
+
+def _figures(data):
+    charts, figs = data["charts"], []
+    for trace in charts["traces"][:12]:
+        fig = go.Figure()
+        by_gpu = {}
+        for s in trace["samples"]:
+            by_gpu.setdefault(s.get("gpu", 0), []).append(s)
+        for gpu, samples in sorted(by_gpu.items()):
+            fig.add_trace(go.Scatter(x=[s.get("t_s") for s in samples], y=[s.get("power_w") for s in samples],
+                                     name="GPU%s power (W)" % gpu))
+            fig.add_trace(go.Scatter(x=[s.get("t_s") for s in samples], y=[s.get("temp_c") for s in samples],
+                                     name="GPU%s temp (°C)" % gpu, yaxis="y2"))
+        fig.update_layout(title="%s %s: power and temperature" % (trace["node"], trace["check"]),
+                          xaxis_title="s", yaxis_title="W", yaxis2={"title": "°C", "overlaying": "y", "side": "right"})
+        figs.append(("burn-in", fig))
+    if charts["storage"]:
+        nodes = [s["node"] for s in charts["storage"]]
+        fig = go.Figure()
+        for key, label in (("seq_read_mbps", "seq read MB/s"), ("seq_write_mbps", "seq write MB/s"),
+                           ("randread_iops", "4 KiB randread IOPS")):
+            if any(key in s for s in charts["storage"]):
+                fig.add_trace(go.Bar(x=nodes, y=[s.get(key) for s in charts["storage"]], name=label))
+        fig.update_layout(title="Burn-in storage (fio)", barmode="group")
+        figs.append(("burn-in", fig))
+    if charts["pairs"]:
+        names = sorted({p["a"] for p in charts["pairs"]} | {p["b"] for p in charts["pairs"]})
+        index = {n: i for i, n in enumerate(names)}
+        z = [[None] * len(names) for _ in names]
+        for p in charts["pairs"]:
+            z[index[p["a"]]][index[p["b"]]] = p.get("gbps")
+            z[index[p["b"]]][index[p["a"]]] = p.get("gbps")
+        fig = go.Figure(go.Heatmap(z=z, x=names, y=names, colorbar={"title": "Gb/s"}))
+        fig.update_layout(title="Fabric pair matrix (measured bandwidth)")
+        figs.append(("fabric", fig))
+    for curve in charts["nccl"][:6]:
+        points = curve["curve"]
+        fig = go.Figure(go.Scatter(x=[p["size_bytes"] for p in points], y=[p["busbw_gbps"] for p in points],
+                                   mode="lines+markers", name="busbw"))
+        fig.update_layout(title="NCCL busbw: %s (%s nodes)" % (curve["check"], curve.get("nodes") or "?"),
+                          xaxis={"type": "log", "title": "message size (B)"}, yaxis_title="busbw (GB/s)")
+        figs.append(("validation", fig))
+    if charts["mfu"]:
+        fig = go.Figure(go.Bar(x=["%s #%d" % (m.get("check"), i + 1) for i, m in enumerate(charts["mfu"])],
+                               y=[m.get("mfu_pct") for m in charts["mfu"]],
+                               text=[m.get("convention") for m in charts["mfu"]]))
+        fig.update_layout(title="MFU per run (%)", yaxis_title="MFU %")
+        figs.append(("validation", fig))
+    for temps in charts["gpu_temps"][:4]:
+        keys = sorted(temps["temps"])
+        outliers = set(o.get("gpu") if isinstance(o, dict) else o for o in temps["outliers"])
+        fig = go.Figure(go.Bar(x=keys, y=[temps["temps"][k] for k in keys],
+                               marker_color=["#c62828" if k in outliers else "#1565c0" for k in keys]))
+        fig.update_layout(title="GPU temperature vs peers (%s)" % temps["run_id"], yaxis_title="°C")
+        figs.append(("validation", fig))
+    return figs
+
+
+def _table(headers, rows):
+    out = ["<table><thead><tr>%s</tr></thead><tbody>" % "".join("<th>%s</th>" % html.escape(h) for h in headers)]
+    for row in rows:
+        out.append("<tr>%s</tr>" % "".join(cell if cell.startswith("<td") else "<td>%s</td>" % cell for cell in row))
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _status_cell(status, reason=""):
+    colour = STATUS_COLOURS.get(status, "#fff")
+    return '<td class="st" style="background:%s" title="%s">%s</td>' % (
+        colour, html.escape(reason or ""), html.escape(status or "—"))
+
+
+def render_html(data, title="symphony.cluster handoff report"):
+    """One self-contained HTML page (plotly.js inlined); raises :class:`ReportError` without plotly."""
+    if not HAS_PLOTLY:
+        raise ReportError("the plotly Python library is required for the HTML report", where="report")
+    esc = html.escape
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>%s</title>" % esc(title),
+             "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}td.st{color:#fff;text-align:center}"
+             ".cards span{display:inline-block;margin:0 1em 1em 0;padding:.6em 1em;background:#eceff1}</style>",
+             "<script>%s</script></head><body>" % plotly.offline.get_plotlyjs(),
+             "<h1>%s</h1><p>generated %s</p>" % (esc(title), esc(data["generated"]))]
+    summary = data["summary"]
+    parts.append("<h2 id='summary'>Fleet summary</h2><div class='cards'><span>%d nodes</span>"
+                 "<span>%d handed off</span>%s</div>" % (
+                     summary["nodes"], summary["handed_off"],
+                     "".join("<span>%s: %d</span>" % (esc(k), v) for k, v in sorted(summary["by_gate"].items()))))
+    parts.append(_table(["node", "site", "rack", "U", "serial", "last stage", "gate", "reason"], [
+        [esc(r["hostname"]), esc(str(r["site"] or "")), esc(str(r["rack"] or "")), esc(str(r["u"] or "")),
+         esc(str(r["serial"] or "")), esc(r["last_stage"] or "—"), _status_cell(r["gate"], r["reason"]),
+         esc(r["reason"] or "")] for r in data["nodes"]]))
+    parts.append("<h2 id='matrix'>Gate matrix (stage × check)</h2>")
+    for stage, checks in data["checks_by_stage"].items():
+        parts.append("<h3>%s</h3>" % esc(stage))
+        parts.append(_table(["node"] + checks, [
+            [esc(r["hostname"])] + [
+                _status_cell(data["matrix"].get(r["hostname"], {}).get(stage, {}).get(c, {}).get("status"),
+                             data["matrix"].get(r["hostname"], {}).get(stage, {}).get(c, {}).get("reason"))
+                for c in checks]
+            for r in data["nodes"] if stage in data["matrix"].get(r["hostname"], {})]))
+    parts.append("<h2 id='dispatch'>Dispatch list</h2>")
+    parts.append(_table(["site", "rack", "U", "node", "serial", "stage", "check", "reason", "remediation"], [
+        [esc(str(d[k] if d[k] is not None else "")) for k in
+         ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")]
+        for d in data["dispatch"]]) if data["dispatch"] else "<p>nothing to dispatch</p>")
+    parts.append("<h2 id='firmware'>Firmware before / after</h2>")
+    parts.append(_table(["node", "component", "status", "before", "after", "expected"], [
+        [esc(f["hostname"]), esc(f["check"]), _status_cell(f["status"], f["reason"]),
+         esc(json.dumps(f["before"])), esc(json.dumps(f["after"])), esc(json.dumps(f["expected"]))]
+        for f in data["firmware"]]) if data["firmware"] else "<p>no firmware steps recorded</p>")
+    parts.append("<h2 id='charts'>Evidence</h2>")
+    for section, fig in _figures(data):
+        parts.append("<h3>%s</h3>" % esc(section))
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=False))
+    if data["events"]:
+        parts.append("<h2 id='events'>Actions taken</h2>")
+        parts.append(_table(["node", "event", "details"], [
+            [esc(str(e["node"] or "")), esc(e["kind"]), esc(json.dumps(e["data"]))] for e in data["events"]]))
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def write_report(ledger, out_dir, nodes=None):
+    """Write ``index.html``, ``report.json`` and ``junit.xml`` into ``out_dir``.
+
+    Returns ``{"paths": {"html", "json", "junit"}, "summary": {...}}``.
+    """
+    data = collect(ledger, nodes)
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {"html": os.path.join(out_dir, "index.html"), "json": os.path.join(out_dir, "report.json"),
+             "junit": os.path.join(out_dir, "junit.xml")}
+    with open(paths["json"], "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1, sort_keys=True, default=str)
+    with open(paths["junit"], "w", encoding="utf-8") as handle:
+        handle.write(render_junit(data))
+    with open(paths["html"], "w", encoding="utf-8") as handle:
+        handle.write(render_html(data))
+    return {"paths": paths, "summary": data["summary"]}

@@ -1,0 +1,96 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: handoff_report
+short_description: Write the handoff report (HTML, JSON, JUnit XML) from the ledger
+description:
+  - Reads the ledger (check results, gates, events) and the evidence files it points at and writes one
+    self-contained HTML report (plotly.js inlined, no network access needed), C(report.json) and C(junit.xml)
+    into O(dest).
+  - The HTML has the fleet summary, a per-node gate matrix (stage x check, four states), the dispatch list,
+    firmware before/after, burn-in evidence plots, the fabric pair matrix, NCCL busbw curves, MFU per run and the
+    telemetry outlier chart.
+  - Runs on the controller.
+version_added: 0.1.0
+author:
+  - symphony.cluster maintainers
+options:
+  ledger:
+    description:
+      - Ledger location (SQLite path or C(sqlite:///path)). Defaults to C($SYMPHONY_LEDGER) or
+        C(~/.local/share/symphony/ledger.sqlite).
+    type: str
+  dest:
+    description: Directory to write C(index.html), C(report.json) and C(junit.xml) into.
+    type: path
+    required: true
+  nodes:
+    description:
+      - Twin data per node (C(hostname) -> dict with C(site), C(rack), C(u), C(serial), C(sku), C(spare)) used to
+        order and label rows; typically built from the C(symphony_twin) hostvar of every host.
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - symphony.cluster.attributes
+attributes:
+  check_mode:
+    support: none
+  diff_mode:
+    support: none
+requirements:
+  - plotly
+"""
+
+EXAMPLES = r"""
+- name: Write the handoff report
+  symphony.cluster.handoff_report:
+    ledger: /var/lib/symphony/ledger.sqlite
+    dest: /var/lib/symphony/report
+    nodes: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'symphony_twin'))) }}"
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+paths:
+  description: Where the files were written.
+  returned: success
+  type: dict
+  sample: {"html": "/var/lib/symphony/report/index.html", "json": "/var/lib/symphony/report/report.json",
+           "junit": "/var/lib/symphony/report/junit.xml"}
+summary:
+  description: Node count, handed-off count and counts per last stage and gate.
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils import _report
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={"ledger": {"type": "str"}, "dest": {"type": "path", "required": True},
+                       "nodes": {"type": "dict", "default": {}}},
+        supports_check_mode=False,
+    )
+    if not _report.HAS_PLOTLY:
+        module.fail_json(msg=missing_required_lib("plotly"))
+    try:
+        ledger = open_ledger(module.params["ledger"])
+        written = _report.write_report(ledger, module.params["dest"], module.params["nodes"])
+    except SymphonyError as exc:
+        module.fail_json(**exc.to_dict())
+    module.exit_json(changed=True, paths=written["paths"], summary=written["summary"])
+
+
+if __name__ == "__main__":
+    main()
