@@ -17,7 +17,10 @@ import os
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError
 from ansible_collections.symphony.cluster.plugins.module_utils._schema import validate_document, load_yaml_file
 
-FIRMWARE_METHODS = ("redfish_simple_update", "redfish_multipart", "nvfwupd", "mlxfwmanager", "flint", "nvme_cli")
+# "none": never updated on its own (an InfoROM that comes with the GPU package, a part the BMC reports
+# with Updateable false); it is still audited against ``accepted``.
+FIRMWARE_METHODS = ("redfish_simple_update", "redfish_multipart", "nvfwupd", "mlxfwmanager", "flint", "nvme_cli",
+                    "none")
 ACTIVATIONS = ("none", "bmc_reset", "host_reset", "ac_cycle")
 PHASES = ("out_of_band", "in_band")
 FIRMWARE_KINDS = ("bmc", "bios", "cpld", "gpu", "nvswitch", "retimer", "erot", "nic", "dpu", "nvme", "psu", "other")
@@ -95,7 +98,8 @@ SKU_SCHEMA = {
                     "type": "array",
                     "items": {"type": "object", "additionalProperties": False,
                               "required": ["model", "count"],
-                              "properties": {"model": {"type": "string"},
+                              # model null: the BMC reports no model for these adapters (DGX H100)
+                              "properties": {"model": {"type": ["string", "null"]},
                                              "count": {"type": "integer", "minimum": 0},
                                              "ports": {"type": "integer", "minimum": 1},
                                              "speed_gbps": {"type": "number", "minimum": 0},
@@ -107,11 +111,14 @@ SKU_SCHEMA = {
                     "type": "object", "additionalProperties": False, "required": ["count"],
                     "properties": {"count": {"type": "integer", "minimum": 0},
                                    "model": {"type": "string"},
+                                   # every model that may fill a bay (data and boot drives)
+                                   "models": {"type": "array", "items": {"type": "string"}},
                                    "capacity_gb": {"type": "number", "minimum": 0}},
                 },
                 "psus": {"type": "object", "additionalProperties": False, "required": ["count"],
                          "properties": {"count": {"type": "integer", "minimum": 0},
                                         "model": {"type": "string"},
+                                        "models": {"type": "array", "items": {"type": "string"}},
                                         "capacity_w": {"type": "number", "minimum": 0}}},
                 "fans": {"type": "object", "additionalProperties": False, "required": ["min_count"],
                          "properties": {"min_count": {"type": "integer", "minimum": 0}}},
@@ -136,6 +143,9 @@ SKU_SCHEMA = {
                     "method": {"enum": list(FIRMWARE_METHODS)},
                     "activation": {"enum": list(ACTIVATIONS)},
                     "allow_downgrade": {"type": "boolean"},
+                    # the component whose package carries this one (method "none")
+                    "updated_with": {"type": "string"},
+                    "description": {"type": "string"},
                     # How to find this component in a Redfish FirmwareInventory (ids are regexes,
                     # matched with re.fullmatch); count = how many members must match.
                     "match": {"type": "object", "additionalProperties": False,
@@ -191,6 +201,8 @@ SKU_SCHEMA = {
                                         "flaky": {"type": "boolean"},
                                         "params": {"type": "object"},
                                         "thresholds": _THRESHOLDS,
+                                        "description": {"type": "string"},
+                                        "sources": _SOURCES,
                                     },
                                 },
                             },
@@ -220,6 +232,7 @@ SKU_SCHEMA = {
                             "properties": {"z_threshold": {"type": "number"}, "delta_c": {"type": "number"},
                                            "max_temp_margin_c": {"type": "number"}}},
                 "max_attempts": {"type": "integer", "minimum": 1},
+                "sources": _SOURCES,
             },
         },
         # Which checks each stage's gate does NOT require, per profile (everything else is required).
@@ -230,7 +243,13 @@ SKU_SCHEMA = {
                 "properties": {"optional": {"type": "array", "items": {"type": "string"}}}}},
         },
         # The in-band view of a profile that differs from the SKU (the lab profile: lab hosts have no GPUs).
-        "profiles": {"type": "object", "additionalProperties": {"type": "object"}},
+        # ``inband_bom`` replaces parts of ``bom`` for in-band checks; ``not_expected`` names bom parts the
+        # profile's hosts lack (their checks are not_run with that reason).  Open for stage-specific keys.
+        "profiles": {"type": "object", "additionalProperties": {
+            "type": "object",
+            "properties": {"description": {"type": "string"},
+                           "inband_bom": {"type": "object"},
+                           "not_expected": {"type": "array", "items": {"type": "string"}}}}},
         "sources": _SOURCES,
     },
 }
