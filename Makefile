@@ -90,8 +90,11 @@ bench: bootstrap
 demo: bootstrap
 	$(PY) -m symphony_demo
 
+# The lab hosts: LAB_N network namespaces (1..8) with sshd + slurmd, slurmctld in the root namespace; needs root.
+# `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/.
+LAB_N ?= 4
 lab-up: bootstrap
-	$(PY) -m symphony_lab up
+	$(PY) -m symphony_lab up -n $(LAB_N)
 
 lab-down: venv collection
 	$(PY) -m symphony_lab down
