@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Controller-side batched work over many BMCs (DESIGN.md, "Scale").
+
+One Ansible task hands the play's batch of hosts to :func:`run_batch`, which runs
+``work(host, item)`` on a bounded pool of threads with a cap on how many items
+may talk to one BMC at once, and gives every host its own :class:`HostOutcome`.
+An exception in one host's work, including one we did not foresee, ends that
+host only: it is reported for that host with its message, never raised, so one
+bad BMC cannot crash the run for thousands of others.
+
+Threads (not processes) because the work is network-bound: 1 000 BMCs at 100 ms
+per request keep a few hundred requests in flight while the GIL is idle.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError, ValidationError
+
+DEFAULT_WORKERS = 64
+DEFAULT_PER_BMC = 1
+
+
+@dataclass
+class HostOutcome:
+    """What :func:`run_batch` returns per host.
+
+    ``ok``: ``work`` returned; ``value``: its return value; ``error``: the error
+    dict (``SymphonyError.to_dict()`` shape) when it raised; ``elapsed_s``:
+    seconds in ``work``; ``waited_s``: seconds queued before it started.
+    """
+
+    host: str
+    ok: bool
+    value: object = None
+    error: dict = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    waited_s: float = 0.0
+
+
+def run_batch(items, work, workers=DEFAULT_WORKERS, per_key=DEFAULT_PER_BMC, key=None, on_done=None,
+              clock=time.monotonic):
+    """Run ``work(host, item)`` for each ``(host, item)`` in ``items``; return ``{host: HostOutcome}``.
+
+    ``workers``: threads (bounded, at least 1, at most the number of items);
+    ``per_key``: at most this many items with the same ``key(item)`` run at once
+    (the per-BMC cap: two hosts behind one BMC endpoint never overload it);
+    ``key``: ``callable(item) -> hashable`` (default: each item is its own key);
+    ``on_done``: ``callable(HostOutcome)`` called as each host finishes (from a
+    worker thread; keep it short and thread-safe).
+    Items are started in the given order as far as the per-key cap allows.
+    Raises :class:`ValidationError` on duplicate hosts or non-positive limits.
+    """
+    items = list(items)
+    if workers < 1 or per_key < 1:
+        raise ValidationError("workers (%r) and per-BMC cap (%r) must be at least 1" % (workers, per_key),
+                              where="fleet")
+    hosts = [h for h, _ in items]
+    if len(set(hosts)) != len(hosts):
+        dup = sorted({h for h in hosts if hosts.count(h) > 1})
+        raise ValidationError("hosts listed twice: %s" % ", ".join(dup[:10]), where="fleet")
+    key = key or (lambda item: id(item))
+    pending = deque((host, item, key(item)) for host, item in items)
+    running = {}
+    results = {}
+    lock = threading.Condition()
+    start = clock()
+
+    def take():
+        # Caller holds the lock.  First pending item whose BMC has room.
+        for index, (host, item, k) in enumerate(pending):
+            if running.get(k, 0) < per_key:
+                del pending[index]
+                running[k] = running.get(k, 0) + 1
+                return host, item, k
+        return None
+
+    def worker():
+        while True:
+            with lock:
+                job = take()
+                while job is None:
+                    if not pending:
+                        return
+                    lock.wait()
+                    job = take()
+            host, item, k = job
+            began = clock()
+            try:
+                outcome = HostOutcome(host, True, work(host, item))
+            except SymphonyError as exc:
+                outcome = HostOutcome(host, False, error=exc.to_dict())
+            except Exception as exc:  # pylint: disable=broad-except
+                # A bug for this host must not end the run for the others; it is reported as one.
+                outcome = HostOutcome(host, False, error={
+                    "error": type(exc).__name__, "msg": "internal error: %s: %s" % (type(exc).__name__, exc),
+                    "where": host, "details": {"traceback": traceback.format_exc(limit=6)}})
+            outcome.elapsed_s = clock() - began
+            outcome.waited_s = began - start
+            with lock:
+                results[host] = outcome
+                running[k] -= 1
+                lock.notify_all()
+            if on_done is not None:
+                on_done(outcome)
+
+    count = max(1, min(int(workers), len(items)))
+    threads = [threading.Thread(target=worker, name="symphony-fleet-%d" % i, daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {host: results[host] for host in hosts}

@@ -1,0 +1,1205 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Pre-deployment stage: out-of-band audit of one BMC against the twin and the SKU.
+
+The stage is split in two so the judging is pure and testable with real captures:
+
+* :class:`Observation`: what was seen for one node (DHCP lease and reservation,
+  TCP reachability, Redfish service root, login, the normalised
+  :class:`NodeInventory`), filled by :func:`observe_node` over the network.
+* The checks: pure functions ``(AuditContext) -> Outcome`` over that observation,
+  the twin node and the SKU manifest, run through :data:`CHECKS` with
+  :class:`CheckGraph` so ``blocked`` is derived from declared dependencies.
+
+:func:`dispatch_rows` turns failing nodes into the technician's dispatch list
+(site, rack, U, hostname, serial, check, reason, remediation).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from urllib.parse import urlsplit
+
+from ansible_collections.symphony.cluster.plugins.module_utils._discovery import (
+    LeaseIndex,
+    discover_node,
+    read_leases,
+    tcp_reachable,
+)
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet import run_batch
+from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries
+from ansible_collections.symphony.cluster.plugins.module_utils._gate import (
+    CheckGraph,
+    CheckSpec,
+    FAIL,
+    NOT_RUN,
+    PASS,
+    BLOCKED,
+    failed,
+    not_run,
+    passed,
+    compute_gate,
+    new_run_id,
+)
+
+STAGE = "pre_deployment"
+
+# The checks of the stage, in the order an operator reads them, with their dependencies.
+CHECKS = (
+    CheckSpec("lease_captured", (), True, "the BMC's DHCP lease was found by its MAC"),
+    CheckSpec("address_reserved", ("lease_captured",), True,
+              "a host reservation for the planned BMC address was emitted and nobody else holds it"),
+    CheckSpec("bmc_reachable", (), True, "TCP connection to the BMC's Redfish port"),
+    CheckSpec("service_root", ("bmc_reachable",), True, "GET /redfish/v1 returns a valid Redfish service root"),
+    CheckSpec("login", ("service_root",), True, "the BMC accepts the credentials (session or Basic)"),
+    CheckSpec("inventory_read", ("login",), True, "Systems, Chassis and Managers were read"),
+    CheckSpec("chassis_serial", ("inventory_read",), True, "chassis serial equals the twin's"),
+    CheckSpec("system_model", ("inventory_read",), True, "system manufacturer/model match the SKU"),
+    CheckSpec("cpus", ("inventory_read",), True, "CPU count and model match the SKU"),
+    CheckSpec("memory", ("inventory_read",), True, "DIMM count and total capacity match the SKU"),
+    CheckSpec("gpus", ("inventory_read",), True, "GPU count, model and memory match the SKU"),
+    CheckSpec("gpu_pcie_links", ("gpus",), True, "every GPU's PCIe link trained at the expected width and speed"),
+    CheckSpec("nics", ("inventory_read",), True, "NICs/DPUs: model, count, ports and port speed"),
+    CheckSpec("nvme", ("inventory_read",), True, "NVMe drives: count, model and capacity"),
+    CheckSpec("psus", ("inventory_read",), True, "PSUs present and healthy"),
+    CheckSpec("fans_thermal", ("inventory_read",), True, "fans present and healthy, temperatures below critical"),
+    CheckSpec("health_rollup", ("inventory_read",), True, "no component reports Warning or Critical health"),
+    CheckSpec("sel_clean", ("inventory_read",), True, "no Critical SEL entries since the cutoff"),
+    CheckSpec("firmware_inventory", ("inventory_read",), True, "FirmwareInventory readable, SKU components found"),
+    CheckSpec("power_control", ("inventory_read",), True, "ComputerSystem.Reset offers On, off and restart"),
+)
+CHECK_NAMES = tuple(spec.name for spec in CHECKS)
+
+DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "check", "reason", "remediation")
+
+# GPU memory as BMCs report it differs from the marketing size (80 GB HBM3 -> 79.6 GiB, 81559 MiB):
+# the check accepts +-8 %, which still tells an 80 GB part from a 94 GB or 141 GB one.
+GPU_MEMORY_TOLERANCE = 0.08
+# DIMM totals: exact up to rounding of MiB -> GiB.
+MEMORY_TOLERANCE = 0.005
+# NVMe capacity: vendors round the label (3.84 TB drive reports 3840755982336 bytes).
+NVME_CAPACITY_TOLERANCE = 0.02
+
+
+def check_graph(manifest=None, profile="production", optional=()):
+    """The stage's :class:`CheckGraph`, with the checks the SKU's ``gates.<profile>.pre_deployment.optional``
+    and ``optional`` name made not required."""
+    graph = CheckGraph(STAGE, CHECKS)
+    names = set(optional or ())
+    if manifest:
+        names.update(manifest.get("gates", {}).get(profile, {}).get(STAGE, {}).get("optional", []))
+    return graph.with_required(sorted(names)) if names else graph
+
+
+# --------------------------------------------------------------------------- observation
+
+
+@dataclass
+class Observation:
+    """What was seen for one node.  Each step is ``None`` when not attempted.
+
+    ``discovery``: :func:`_discovery.discover_node` output, or None without a lease
+    source; ``endpoint``: ``{"url", "source"}`` (``map``, ``lease``, ``twin``);
+    ``reachable``: ``(bool, reason)``; ``service_root``: the root body (dict);
+    ``errors``: ``{step: message}`` for ``service_root``, ``login``, ``inventory``;
+    ``inventory``: :class:`NodeInventory`; ``requests``: Redfish requests made;
+    ``elapsed_s``: seconds spent on this node.
+    """
+
+    endpoint: dict = field(default_factory=dict)
+    discovery: dict = None
+    lease_source: str = None
+    reachable: tuple = None
+    service_root: dict = None
+    login: bool = None
+    inventory: object = None
+    errors: dict = field(default_factory=dict)
+    requests: int = 0
+    elapsed_s: float = 0.0
+
+
+@dataclass
+class AuditContext:
+    """Everything a check reads: the twin node, its SKU manifest, the observation, the SEL cutoff."""
+
+    node: dict
+    manifest: dict
+    obs: Observation
+    sel_cutoff: datetime = None
+    now: float = 0.0
+
+    @property
+    def inv(self):
+        return self.obs.inventory
+
+    @property
+    def bom(self):
+        return self.manifest.get("bom", {})
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _norm(text):
+    return re.sub(r"[^a-z0-9]", "", str(text or "").lower())
+
+
+def model_matches(expected, observed):
+    """True when ``observed`` names the part ``expected`` names.
+
+    Case, spaces and punctuation are ignored and either may contain the other, so
+    ``"H100 80GB HBM3"`` matches ``"NVIDIA H100 80GB HBM3"``; an unreported model
+    (None/empty) never matches.
+    """
+    e, o = _norm(expected), _norm(observed)
+    return bool(e) and bool(o) and (e in o or o in e)
+
+
+def _present(components):
+    return [c for c in components if c.state not in ("Absent",)]
+
+
+def _absent(components):
+    return [c for c in components if c.state == "Absent"]
+
+
+def _slot(comp):
+    return comp.location or comp.id
+
+
+def missing_slots(ids, expected_count):
+    """Slots that should exist but are not listed, inferred from numbered ids.
+
+    ``['GPU1', 'GPU2', 'GPU4']`` with 4 expected -> ``['GPU3']``; ids numbered from
+    0 are handled (``GPU_SXM_0``); ids without a common prefix and number give ``[]``.
+    """
+    parsed = []
+    for i in ids:
+        m = re.match(r"^(.*?)(\d+)$", str(i))
+        if not m:
+            return []
+        parsed.append((m.group(1), int(m.group(2))))
+    if not parsed or len({p for p, _ in parsed}) != 1:
+        return []
+    prefix = parsed[0][0]
+    nums = {n for _, n in parsed}
+    base = 0 if 0 in nums else 1
+    return ["%s%d" % (prefix, n) for n in range(base, base + expected_count) if n not in nums]
+
+
+def _incomplete_for(inv, *words):
+    """Entries of ``inv.incomplete`` about any of ``words`` (case-insensitive), as strings."""
+    out = []
+    for item in inv.incomplete or []:
+        text = item if isinstance(item, str) else json.dumps(item, sort_keys=True, default=str)
+        if any(w.lower() in text.lower() for w in words):
+            out.append(text if isinstance(item, str) else
+                       "%s: %s" % (item.get("path") or item.get("part") or item.get("uri") or "?",
+                                   item.get("reason") or item.get("error") or item.get("msg") or text))
+    return out
+
+
+def _unreadable(inv, words, what, remediation=None):
+    gaps = _incomplete_for(inv, *words)
+    if gaps:
+        return failed("%s could not be read from the BMC: %s" % (what, "; ".join(gaps[:3])),
+                      remediation or "rerun the stage; if it persists, reset the BMC (Manager.Reset) and "
+                      "check its Redfish service", observed={"incomplete": gaps})
+    return None
+
+
+def _count_phrase(n, what):
+    return "%d %s" % (n, what)
+
+
+def _fmt_gib(value):
+    return ("%.0f" % value) if value is not None and abs(value - round(value)) < 0.05 else "%.1f" % (value or 0)
+
+
+# --------------------------------------------------------------------------- checks: discovery and access
+
+
+def check_lease_captured(ctx):
+    disc = ctx.obs.discovery
+    if disc is None:
+        return not_run("no DHCP lease source configured (set pre_deployment_lease_file and "
+                       "pre_deployment_lease_format)")
+    if disc["lease"] is None:
+        return failed("%s (%s)" % (disc["note"], ctx.obs.lease_source or "lease file"),
+                      "check the BMC's dedicated/shared NIC is cabled to the management switch port the twin "
+                      "names, that the BMC is set to DHCP, and that MAC %s in the twin matches the BMC's label"
+                      % ctx.node["bmc_mac"],
+                      expected={"bmc_mac": ctx.node["bmc_mac"]})
+    lease = disc["lease"]
+    return passed(observed={"address": lease["address"], "mac": lease["mac"], "source": lease["source"],
+                            "hostname": lease["hostname"]},
+                  reason="BMC %s holds %s (%s lease)" % (lease["mac"], lease["address"], lease["source"]))
+
+
+def check_address_reserved(ctx):
+    disc = ctx.obs.discovery
+    planned = disc["planned_address"]
+    if disc["conflict"]:
+        return failed("planned BMC address %s is leased to another MAC %s" % (planned, disc["conflict"]),
+                      "find the device with MAC %s on the management network and move it, or correct the twin's "
+                      "address plan for %s" % (disc["conflict"], ctx.node["hostname"]),
+                      expected=planned, observed={"holder": disc["conflict"]})
+    leased = disc["leased_address"]
+    note = ("BMC already at its planned address" if leased == planned else
+            "BMC currently at %s; reservation for %s takes effect at its next DHCP renewal" % (leased, planned))
+    return passed(expected=planned, observed={"leased": leased, "reservation": disc["reservation"]["kea"]},
+                  reason=note)
+
+
+def check_bmc_reachable(ctx):
+    ok, reason = ctx.obs.reachable if ctx.obs.reachable is not None else (False, "not attempted")
+    url = ctx.obs.endpoint.get("url", "")
+    if not ok:
+        return failed("BMC not reachable at %s: %s" % (url, reason),
+                      "check the BMC is powered (standby power), its management port link LED, the "
+                      "switch port and VLAN, and that %s answers from the controller" % url,
+                      observed={"url": url, "source": ctx.obs.endpoint.get("source")})
+    return passed(observed={"url": url, "source": ctx.obs.endpoint.get("source")})
+
+
+def validate_service_root(root):
+    """Problems with a Redfish service root body (list of str; empty when valid).
+
+    A valid root has ``RedfishVersion``, ``@odata.id`` ``/redfish/v1/`` (trailing
+    slash optional) and links to ``Systems``, ``Chassis`` and ``Managers``
+    (DSP0266 and the ServiceRoot schema).
+    """
+    if not isinstance(root, dict):
+        return ["the service root is not a JSON object"]
+    problems = []
+    if not root.get("RedfishVersion"):
+        problems.append("no RedfishVersion")
+    odata_id = str(root.get("@odata.id", "")).rstrip("/")
+    if odata_id != "/redfish/v1":
+        problems.append("@odata.id is %r, not /redfish/v1" % root.get("@odata.id"))
+    for link in ("Systems", "Chassis", "Managers"):
+        if not isinstance(root.get(link), dict) or not root[link].get("@odata.id"):
+            problems.append("no link to %s" % link)
+    return problems
+
+
+def check_service_root(ctx):
+    err = ctx.obs.errors.get("service_root")
+    if err:
+        return failed("GET /redfish/v1 failed: %s" % err,
+                      "the BMC answers TCP but its Redfish service does not: reset the BMC (ipmitool mc reset "
+                      "cold or the vendor UI), and update BMC firmware if it recurs")
+    root = ctx.obs.service_root
+    problems = validate_service_root(root)
+    if problems:
+        return failed("the Redfish service root is invalid: %s" % "; ".join(problems),
+                      "reset the BMC; if the service root stays invalid the BMC firmware needs an update",
+                      observed={k: root.get(k) for k in ("RedfishVersion", "@odata.id", "Vendor")}
+                      if isinstance(root, dict) else None)
+    return passed(observed={"RedfishVersion": root.get("RedfishVersion"), "Vendor": root.get("Vendor"),
+                            "Product": root.get("Product")})
+
+
+def check_login(ctx):
+    err = ctx.obs.errors.get("login")
+    if err:
+        return failed("login failed: %s" % err,
+                      "check the BMC account in the vault/AWX credential; a new server may still have its "
+                      "factory password (label on the chassis pull-out tag); if the BMC reports too many "
+                      "sessions, wait for idle sessions to expire or reset the BMC")
+    if not ctx.obs.login:
+        return failed("login was not attempted", "rerun the stage")
+    return passed()
+
+
+def check_inventory_read(ctx):
+    err = ctx.obs.errors.get("inventory")
+    if err:
+        return failed("reading the Redfish inventory failed: %s" % err,
+                      "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset) and check its "
+                      "firmware version against the SKU")
+    inv = ctx.inv
+    if inv is None:
+        return failed("no inventory was read", "rerun the stage")
+    missing = [what for what, items in (("Systems", inv.systems), ("Chassis", inv.chassis)) if not items]
+    if missing:
+        return failed("the BMC lists no %s" % " and no ".join(missing),
+                      "the BMC has not finished initialising its inventory: wait a few minutes after AC power "
+                      "on, then rerun; reset the BMC if it persists")
+    return passed(observed={"systems": len(inv.systems), "chassis": len(inv.chassis),
+                            "managers": len(inv.managers), "components": len(inv.components),
+                            "incomplete": len(inv.incomplete or [])})
+
+
+# --------------------------------------------------------------------------- checks: identity
+
+
+def _main_system(ctx):
+    systems = ctx.inv.systems
+    sysdef = ctx.manifest.get("system", {})
+    if sysdef.get("system_id"):
+        for s in systems:
+            if s.get("id") == sysdef["system_id"]:
+                return s
+    models = [sysdef.get("model")] + list(sysdef.get("model_aliases", []))
+    for s in systems:
+        if any(model_matches(m, s.get("model")) for m in models if m):
+            return s
+    return systems[0] if systems else None
+
+
+def check_chassis_serial(ctx):
+    want = ctx.node["serial"]
+    chassis = ctx.inv.chassis
+    cid = ctx.manifest.get("system", {}).get("chassis_id")
+    candidates = [c for c in chassis if c.get("id") == cid] if cid else []
+    if not candidates:
+        candidates = list(chassis)
+    for c in candidates:
+        if (c.get("serial") or "").strip().upper() == want.strip().upper():
+            return passed(expected=want, observed=c.get("serial"),
+                          reason="Chassis/%s serial %s" % (c.get("id"), c.get("serial")))
+    # Some vendors leave Chassis SerialNumber empty and put it on the System.
+    for s in ctx.inv.systems:
+        if (s.get("serial") or "").strip().upper() == want.strip().upper() and not any(
+                c.get("serial") for c in candidates):
+            return passed(expected=want, observed=s.get("serial"),
+                          reason="Systems/%s serial %s (chassis reports none)" % (s.get("id"), s.get("serial")))
+    main = candidates[0] if candidates else {}
+    seen = ", ".join("Chassis/%s=%s" % (c.get("id"), c.get("serial") or "none") for c in candidates[:4])
+    return failed("twin says chassis serial %s at %s U%s, BMC reports %s"
+                  % (want, ctx.node.get("rack"), ctx.node.get("u"), seen or "no chassis"),
+                  "the server in %s U%s is not the one the twin plans there: compare the serial on the "
+                  "pull-out tag with the twin, then swap the server or correct the twin"
+                  % (ctx.node.get("rack"), ctx.node.get("u")),
+                  expected=want, observed=main.get("serial"))
+
+
+def check_system_model(ctx):
+    sysdef = ctx.manifest.get("system", {})
+    system = _main_system(ctx)
+    if system is None:
+        return failed("the BMC lists no ComputerSystem", "reset the BMC and rerun")
+    want_model, want_mfr = sysdef.get("model"), sysdef.get("manufacturer")
+    models = [m for m in [want_model] + list(sysdef.get("model_aliases", [])) if m]
+    observed = {"id": system.get("id"), "manufacturer": system.get("manufacturer"), "model": system.get("model")}
+    problems = []
+    if models and not any(model_matches(m, system.get("model")) for m in models):
+        problems.append("model %r, expected %r" % (system.get("model"), want_model))
+    if want_mfr and system.get("manufacturer") and not model_matches(want_mfr, system.get("manufacturer")):
+        problems.append("manufacturer %r, expected %r" % (system.get("manufacturer"), want_mfr))
+    if problems:
+        return failed("Systems/%s reports %s (SKU %s)" % (system.get("id"), " and ".join(problems),
+                                                          ctx.manifest.get("sku")),
+                      "the server is not the SKU the twin plans (%s): check the twin's SKU for %s or swap "
+                      "the server" % (ctx.manifest.get("sku"), ctx.node["hostname"]),
+                      expected={"manufacturer": want_mfr, "model": want_model}, observed=observed)
+    if not models:
+        return passed(observed=observed, reason="SKU declares no model (the vendor leaves Model null)")
+    return passed(expected={"manufacturer": want_mfr, "model": want_model}, observed=observed)
+
+
+# --------------------------------------------------------------------------- checks: bill of materials
+
+
+def check_cpus(ctx):
+    gap = _unreadable(ctx.inv, ("Processors",), "Processors")
+    if gap:
+        return gap
+    want = ctx.bom["cpus"]
+    cpus = ctx.inv.of_kind("cpu")
+    present = _present(cpus)
+    wrong = [c for c in present if not model_matches(want["model"], c.model)]
+    observed = {"count": len(present), "models": sorted({c.model or "unknown" for c in present})}
+    if len(present) != want["count"] or wrong:
+        parts = ["expected %d × %s, found %d" % (want["count"], want["model"], len(present))]
+        empty = [_slot(c) for c in _absent(cpus)] or missing_slots([c.id for c in present], want["count"])
+        if empty and len(present) < want["count"]:
+            parts.append("socket %s empty" % ", ".join(empty))
+        if wrong:
+            parts.append("%s is %s" % (", ".join(_slot(c) for c in wrong), wrong[0].model or "unreported"))
+        return failed("; ".join(parts),
+                      "open the node and check the CPU sockets; the SKU needs %d × %s" % (want["count"], want["model"]),
+                      expected=want, observed=observed)
+    cores = want.get("cores")
+    if cores:
+        low = [c for c in present if c.extra.get("cores") is not None and c.extra.get("cores") < cores]
+        if low:
+            return failed("%s reports %s cores, expected %d" % (_slot(low[0]), low[0].extra.get("cores"), cores),
+                          "check BIOS core disablement settings or replace the CPU", expected=want, observed=observed)
+    return passed(expected=want, observed=observed)
+
+
+def check_memory(ctx):
+    gap = _unreadable(ctx.inv, ("Memory",), "Memory")
+    if gap:
+        return gap
+    want = ctx.bom["memory"]
+    dimms = ctx.inv.of_kind("dimm")
+    present = [d for d in _present(dimms) if (d.memory_gib or 0) > 0]
+    total = sum(d.memory_gib or 0 for d in present)
+    observed = {"dimm_count": len(present), "total_gib": round(total, 2)}
+    problems = []
+    if len(present) != want["dimm_count"]:
+        problems.append("expected %d DIMMs, found %d" % (want["dimm_count"], len(present)))
+    if abs(total - want["total_gib"]) > MEMORY_TOLERANCE * max(want["total_gib"], 1):
+        problems.append("%s GiB total, expected %s GiB" % (_fmt_gib(total), _fmt_gib(want["total_gib"])))
+    size = want.get("dimm_size_gib")
+    if size:
+        odd = [d for d in present if abs((d.memory_gib or 0) - size) > MEMORY_TOLERANCE * size]
+        if odd:
+            problems.append("%s is %s GiB, expected %s GiB" % (_slot(odd[0]), _fmt_gib(odd[0].memory_gib),
+                                                                _fmt_gib(size)))
+    if problems:
+        empty = [_slot(d) for d in dimms if d not in present]
+        if empty and len(present) < want["dimm_count"]:
+            problems.append("slot %s empty" % ", ".join(empty[:8]) + (" (+%d more)" % (len(empty) - 8)
+                                                                       if len(empty) > 8 else ""))
+        return failed("; ".join(problems),
+                      "reseat or replace the DIMMs named; the SKU needs %d × %s GiB (%s GiB)"
+                      % (want["dimm_count"], _fmt_gib(size or want["total_gib"] / max(want["dimm_count"], 1)),
+                         _fmt_gib(want["total_gib"])),
+                      expected=want, observed=observed)
+    return passed(expected=want, observed=observed)
+
+
+def check_gpus(ctx):
+    gap = _unreadable(ctx.inv, ("GPU", "PCIeDevices", "Processors"), "GPU inventory")
+    if gap:
+        return gap
+    want = ctx.bom["gpus"]
+    count = want["count"]
+    gpus = ctx.inv.of_kind("gpu")
+    present = _present(gpus)
+    observed = {"count": len(present), "models": sorted({g.model or "unknown" for g in present})}
+    if count == 0:
+        if present:
+            return failed("SKU has no GPUs, found %d" % len(present),
+                          "check the twin's SKU for %s" % ctx.node["hostname"], expected=want, observed=observed)
+        return passed(expected=want, observed=observed, reason="no GPUs in this SKU")
+    model = want.get("model")
+    label = "%d × %s" % (count, model or "GPU")
+    problems = []
+    if len(present) != count:
+        problems.append("expected %s, found %d" % (label, len(present)))
+        if len(present) < count:
+            empty = [_slot(g) for g in _absent(gpus)] or missing_slots([g.id for g in present], count)
+            if empty:
+                problems.append("slot %s empty" % ", ".join(empty))
+    wrong = [g for g in present if model and not model_matches(model, g.model)]
+    if wrong:
+        problems.append("%s is %s, expected %s" % (", ".join(_slot(g) for g in wrong[:4]),
+                                                   wrong[0].model or "unreported", model))
+    mem = want.get("memory_gib")
+    if mem:
+        small = [g for g in present if g.memory_gib is not None
+                 and abs(g.memory_gib - mem) > GPU_MEMORY_TOLERANCE * mem]
+        if small:
+            problems.append("%s reports %s GiB memory, expected %s GiB" % (_slot(small[0]), _fmt_gib(
+                small[0].memory_gib), _fmt_gib(mem)))
+    if problems:
+        return failed("; ".join(problems),
+                      "reseat or replace the GPU named (check the baseboard/riser and its power cables); the SKU "
+                      "needs %s" % label, expected=want, observed=observed)
+    return passed(expected=want, observed=observed)
+
+
+def check_gpu_pcie_links(ctx):
+    want = ctx.bom["gpus"]
+    gpus = _present(ctx.inv.of_kind("gpu"))
+    if want["count"] == 0:
+        return passed(reason="no GPUs in this SKU")
+    exp = want.get("pcie")
+    reported = [g for g in gpus if g.pcie_width is not None or g.pcie_gen is not None]
+    if not reported:
+        return not_run("the BMC reports no PCIe link state for the GPUs (%s)" % ctx.inv.service.get("vendor", "BMC")
+                       if ctx.inv.service else "the BMC reports no PCIe link state for the GPUs")
+    bad = []
+    for g in reported:
+        w_exp = exp["width"] if exp else g.pcie_width_max
+        g_exp = exp["gen"] if exp else g.pcie_gen_max
+        low_w = w_exp is not None and g.pcie_width is not None and g.pcie_width < w_exp
+        low_g = g_exp is not None and g.pcie_gen is not None and g.pcie_gen < g_exp
+        if low_w or low_g:
+            bad.append("%s at x%s Gen%s, expected x%s Gen%s" % (_slot(g), g.pcie_width, g.pcie_gen, w_exp, g_exp))
+    observed = {g.id: {"width": g.pcie_width, "gen": g.pcie_gen} for g in reported}
+    if bad:
+        return failed("PCIe link downtrained: %s" % "; ".join(bad),
+                      "reseat the GPU/riser and its PCIe cables, check the slot's retimer, then rerun; "
+                      "replace the GPU or riser if the link stays degraded",
+                      expected=exp, observed=observed)
+    return passed(expected=exp, observed=observed,
+                  reason="%d GPU links at expected width/speed" % len(reported)
+                  + ("" if len(reported) == len(gpus) else "; %d GPUs report no link" % (len(gpus) - len(reported))))
+
+
+def check_nics(ctx):
+    gap = _unreadable(ctx.inv, ("NetworkAdapters",), "NetworkAdapters")
+    if gap:
+        return gap
+    wanted = ctx.bom.get("nics") or []
+    nics = _present(ctx.inv.of_kind("nic") + ctx.inv.of_kind("dpu"))
+    observed = [{"id": n.id, "model": n.model, "ports": n.ports, "speed_gbps": n.speed_gbps} for n in nics]
+    if not wanted:
+        return passed(observed=observed, reason="SKU declares no NICs")
+    problems = []
+    named = [w["model"] for w in wanted if w.get("model")]
+    for want in wanted:
+        if want.get("model"):
+            match = [n for n in nics if model_matches(want["model"], n.model)]
+        else:
+            # The BMC reports no model for these adapters (DGX H100): count those no other entry claims.
+            match = [n for n in nics if not any(model_matches(m, n.model) for m in named)]
+        desc = "%d × %s" % (want["count"], want.get("model") or "NIC (model not reported)")
+        if len(match) < want["count"]:
+            problems.append("expected %s, found %d" % (desc, len(match)))
+            continue
+        if want.get("ports"):
+            few = [n for n in match if n.ports is not None and n.ports < want["ports"]]
+            if few:
+                problems.append("%s has %d ports, expected %d" % (_slot(few[0]), few[0].ports, want["ports"]))
+        if want.get("speed_gbps"):
+            slow = [n for n in match if n.speed_gbps is not None and n.speed_gbps < want["speed_gbps"]]
+            if slow:
+                problems.append("%s links at %g Gb/s, expected %g Gb/s" % (_slot(slow[0]), slow[0].speed_gbps,
+                                                                         want["speed_gbps"]))
+    if problems:
+        return failed("; ".join(problems),
+                      "check the adapters named are seated in the slots the SKU plans and their transceivers "
+                      "and cables are the rated ones", expected=wanted, observed=observed)
+    return passed(expected=wanted, observed=observed)
+
+
+def check_nvme(ctx):
+    gap = _unreadable(ctx.inv, ("Storage", "Drives"), "Storage")
+    if gap:
+        return gap
+    want = ctx.bom.get("nvme")
+    drives = _present(ctx.inv.of_kind("nvme"))
+    observed = {"count": len(drives), "models": sorted({d.model or "unknown" for d in drives})}
+    if not want:
+        return passed(observed=observed, reason="SKU declares no NVMe drives")
+    problems = []
+    if len(drives) != want["count"]:
+        problems.append("expected %d NVMe drives, found %d" % (want["count"], len(drives)))
+    if want.get("model"):
+        wrong = [d for d in drives if not model_matches(want["model"], d.model)]
+        if wrong:
+            problems.append("%s is %s, expected %s" % (_slot(wrong[0]), wrong[0].model or "unreported",
+                                                       want["model"]))
+    if want.get("capacity_gb"):
+        small = [d for d in drives if d.capacity_gb is not None
+                 and d.capacity_gb < want["capacity_gb"] * (1 - NVME_CAPACITY_TOLERANCE)]
+        if small:
+            problems.append("%s holds %.0f GB, expected %.0f GB" % (_slot(small[0]), small[0].capacity_gb,
+                                                                   want["capacity_gb"]))
+    if problems:
+        return failed("; ".join(problems), "reseat or replace the drives named; check the drive bay backplane",
+                      expected=want, observed=observed)
+    return passed(expected=want, observed=observed)
+
+
+def check_psus(ctx):
+    gap = _unreadable(ctx.inv, ("Power",), "power supplies")
+    if gap:
+        return gap
+    want = ctx.bom.get("psus")
+    psus = ctx.inv.of_kind("psu")
+    present = _present(psus)
+    sick = [p for p in present if p.health in ("Warning", "Critical")]
+    observed = {"count": len(present), "unhealthy": {_slot(p): p.health for p in sick}}
+    problems = []
+    if want and len(present) < want["count"]:
+        empty = [_slot(p) for p in _absent(psus)]
+        problems.append("expected %d PSUs, found %d%s" % (want["count"], len(present),
+                                                          "; bay %s empty" % ", ".join(empty) if empty else ""))
+    if not want and not present:
+        problems.append("the BMC reports no power supplies")
+    for p in sick:
+        problems.append("%s health %s" % (_slot(p), p.health))
+    if problems:
+        return failed("; ".join(problems),
+                      "check each PSU's AC cord and PDU breaker; replace a PSU that stays unhealthy",
+                      expected=want, observed=observed)
+    return passed(expected=want, observed=observed)
+
+
+def check_fans_thermal(ctx):
+    gap = _unreadable(ctx.inv, ("Thermal", "Fans", "Sensors"), "fans and thermal sensors")
+    if gap:
+        return gap
+    want = ctx.bom.get("fans") or {}
+    fans = _present(ctx.inv.of_kind("fan"))
+    fan_readings = [r for r in ctx.inv.readings if r.kind == "fan"]
+    temps = [r for r in ctx.inv.readings if r.kind == "temperature"]
+    n_fans = max(len(fans), len(fan_readings))
+    problems = []
+    if want.get("min_count") and n_fans < want["min_count"]:
+        problems.append("expected at least %d fans, found %d" % (want["min_count"], n_fans))
+    for f in fans:
+        if f.health in ("Warning", "Critical"):
+            problems.append("fan %s health %s" % (_slot(f), f.health))
+    for r in fan_readings:
+        if r.health in ("Warning", "Critical"):
+            problems.append("fan %s health %s" % (r.name or r.id, r.health))
+    if not temps:
+        problems.append("no temperature sensors reported")
+    for r in temps:
+        if r.value is not None and r.upper_critical is not None and r.value >= r.upper_critical:
+            problems.append("%s at %.0f °C, critical %.0f °C" % (r.name or r.id, r.value, r.upper_critical))
+        elif r.health == "Critical":
+            problems.append("%s health Critical" % (r.name or r.id))
+    for r in ctx.inv.readings:
+        if r.kind in ("leak",) and (r.health in ("Warning", "Critical") or (r.value or 0) > 0):
+            problems.append("leak detector %s reports a leak" % (r.name or r.id))
+    observed = {"fans": n_fans, "temperature_sensors": len(temps)}
+    if problems:
+        return failed("; ".join(dict.fromkeys(problems)),
+                      "replace the fans named, check airflow (blanking panels, hot aisle) and rerun",
+                      expected=want, observed=observed)
+    return passed(expected=want, observed=observed)
+
+
+def check_health_rollup(ctx):
+    inv = ctx.inv
+    worst = inv.health_rollup()
+    bad = ["Systems/%s %s" % (s.get("id"), s.get("health")) for s in inv.systems
+           if s.get("health") in ("Warning", "Critical")]
+    bad += ["Chassis/%s %s" % (c.get("id"), c.get("health")) for c in inv.chassis
+            if c.get("health") in ("Warning", "Critical")]
+    bad += ["%s %s" % (_slot(c), c.health) for c in inv.components if c.health in ("Warning", "Critical")]
+    if worst in ("Warning", "Critical"):
+        return failed("health roll-up %s: %s" % (worst, ", ".join(bad[:6]) + (" (+%d more)" % (len(bad) - 6)
+                                                                             if len(bad) > 6 else "")),
+                      "read the SEL and the named components' status, fix the cause and rerun",
+                      expected="OK", observed={"rollup": worst, "unhealthy": bad})
+    if worst is None:
+        return failed("no component reports a health state", "check the BMC inventory is populated; reset "
+                      "the BMC if it stays empty", expected="OK", observed={"rollup": None})
+    return passed(expected="OK", observed={"rollup": worst})
+
+
+def parse_cutoff(value, now=None):
+    """SEL cutoff from ``'30d'``/``'12h'``/``'90m'``, an ISO 8601 time, or ``'all'``/None-equivalent.
+
+    Returns an aware :class:`datetime` (UTC) or None for ``'all'`` (every entry counts).
+    Raises :class:`ValidationError` on anything else.
+    """
+    now = time.time() if now is None else now
+    if value in (None, "", "all"):
+        return None
+    text = str(value).strip()
+    m = re.match(r"^(\d+(?:\.\d+)?)\s*([dhm])$", text)
+    if m:
+        seconds = float(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)]
+        return datetime.fromtimestamp(now - seconds, tz=timezone.utc)
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError("SEL cutoff %r is neither a duration (30d, 12h, 90m) nor an ISO 8601 time" % text,
+                              where="sel_since")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _entry_time(created):
+    if not created:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def check_sel_clean(ctx):
+    gap = _unreadable(ctx.inv, ("LogServices", "SEL", "Entries"), "the SEL")
+    if gap:
+        return gap
+    cutoff = ctx.sel_cutoff
+    critical = []
+    for entry in ctx.inv.sel:
+        if entry.severity != "Critical":
+            continue
+        when = _entry_time(entry.created)
+        # An entry without a readable time counts: it may be recent (never a false pass).
+        if cutoff is None or when is None or when >= cutoff:
+            critical.append((when or datetime.max.replace(tzinfo=timezone.utc), entry))
+    since = cutoff.strftime("%Y-%m-%dT%H:%M:%SZ") if cutoff else "the start of the log"
+    if critical:
+        critical.sort(key=lambda pair: pair[0])
+        last = critical[-1][1]
+        return failed("%d critical SEL entr%s since %s; latest %s: %s"
+                      % (len(critical), "y" if len(critical) == 1 else "ies", since, last.created or "undated",
+                         (last.message or last.message_id or "").strip()),
+                      "read the SEL entries, fix their cause (replace the part they name), then clear the SEL "
+                      "(LogService.ClearLog) and rerun",
+                      observed=[{"id": e.id, "created": e.created, "message": e.message, "message_id": e.message_id}
+                                for _, e in critical[-5:]])
+    return passed(observed={"entries": len(ctx.inv.sel), "critical_since_cutoff": 0},
+                  reason="no critical SEL entries since %s" % since)
+
+
+def check_firmware_inventory(ctx):
+    gap = _unreadable(ctx.inv, ("FirmwareInventory", "UpdateService"), "FirmwareInventory")
+    if gap:
+        return gap
+    items = ctx.inv.firmware
+    if not items:
+        return failed("FirmwareInventory lists no members",
+                      "the BMC has not populated its firmware inventory: wait after AC power on, reset the BMC "
+                      "if it stays empty")
+    missing = []
+    for comp in ctx.manifest.get("firmware", []):
+        match = comp.get("match") or {}
+        if not match.get("id") and not match.get("name"):
+            continue
+        # The member Id is the key; the Name pattern is used only where the SKU gives no Id pattern.
+        if match.get("id"):
+            found = [i for i in items if re.fullmatch(match["id"], i.id or "")]
+        else:
+            found = [i for i in items if re.fullmatch(match["name"], i.name or "")]
+        need = match.get("count", 1)
+        if len(found) < need:
+            missing.append("%s (%s: %d of %d)" % (comp["id"], match.get("id") or match.get("name"), len(found), need))
+    unknown = [i.id for i in items if i.version is None]
+    observed = {"items": len(items), "version_unknown": unknown[:10]}
+    if missing:
+        return failed("FirmwareInventory has no member for %s" % ", ".join(missing),
+                      "the BMC does not report these components: check they are installed and the BMC firmware "
+                      "is recent enough to inventory them", observed=observed)
+    return passed(observed=observed, reason="%d FirmwareInventory members" % len(items))
+
+
+# Reset types that give out-of-band power control: one to power on, one to power off, one to restart.
+_ON = ("On", "ForceOn")
+_OFF = ("ForceOff", "GracefulShutdown", "PushPowerButton")
+_RESTART = ("ForceRestart", "GracefulRestart", "PowerCycle")
+
+
+def _reset_types(ctx):
+    caps = ctx.inv.capabilities or {}
+    for key in ("reset_types", "ResetType", "system_reset_types"):
+        if caps.get(key):
+            return list(caps[key]), caps.get("reset_target")
+    system = _main_system(ctx)
+    if system:
+        for key in ("reset_types", "reset_allowable_values"):
+            if system.get(key):
+                return list(system[key]), system.get("reset_target")
+    return [], None
+
+
+def check_power_control(ctx):
+    types, target = _reset_types(ctx)
+    if not types:
+        return failed("Systems/%s advertises no ComputerSystem.Reset action" % ((_main_system(ctx) or {}).get("id")),
+                      "update the BMC firmware; without Redfish power control provisioning cannot boot the node "
+                      "into its ephemeral runtime")
+    lacking = [what for what, options in (("power on", _ON), ("power off", _OFF), ("restart", _RESTART))
+               if not any(t in types for t in options)]
+    if lacking:
+        return failed("ComputerSystem.Reset offers %s, no way to %s" % (", ".join(types), " or ".join(lacking)),
+                      "update the BMC firmware so ComputerSystem.Reset supports On, ForceOff and ForceRestart",
+                      observed=types)
+    return passed(observed={"reset_types": types, "target": target})
+
+
+CHECK_FUNCTIONS = {
+    "lease_captured": check_lease_captured,
+    "address_reserved": check_address_reserved,
+    "bmc_reachable": check_bmc_reachable,
+    "service_root": check_service_root,
+    "login": check_login,
+    "inventory_read": check_inventory_read,
+    "chassis_serial": check_chassis_serial,
+    "system_model": check_system_model,
+    "cpus": check_cpus,
+    "memory": check_memory,
+    "gpus": check_gpus,
+    "gpu_pcie_links": check_gpu_pcie_links,
+    "nics": check_nics,
+    "nvme": check_nvme,
+    "psus": check_psus,
+    "fans_thermal": check_fans_thermal,
+    "health_rollup": check_health_rollup,
+    "sel_clean": check_sel_clean,
+    "firmware_inventory": check_firmware_inventory,
+    "power_control": check_power_control,
+}
+
+
+def judge(node, manifest, obs, run_id, graph=None, sel_cutoff=None, now=None):
+    """Run every check for one node; returns ``(results, verdict)``.
+
+    ``results``: list of :class:`CheckResult` in graph order; ``verdict``:
+    :class:`GateVerdict` (pass only when every required check passed).
+    """
+    graph = graph or check_graph(manifest)
+    ctx = AuditContext(node=node, manifest=manifest, obs=obs, sel_cutoff=sel_cutoff,
+                       now=time.time() if now is None else now)
+    results = graph.run(node["hostname"], run_id, CHECK_FUNCTIONS, ctx)
+    return results, compute_gate(graph, results)
+
+
+# --------------------------------------------------------------------------- dispatch list
+
+
+def dispatch_rows(nodes, outcomes):
+    """Dispatch list rows for the nodes whose gate did not pass.
+
+    ``nodes``: ``{hostname: twin node}``; ``outcomes``: ``{hostname: {"gate": GateVerdict
+    dict, "results": [CheckResult dict]}}``.  One row per required check of a
+    non-passing node that is ``fail`` or ``not_run`` (its root cause); a node whose
+    gate is only ``blocked`` lists its blocked checks.  Rows are dicts with
+    :data:`DISPATCH_FIELDS`, sorted by site, rack, U, hostname.
+    """
+    rows = []
+    for host, out in outcomes.items():
+        gate = out["gate"]
+        if gate["status"] == PASS:
+            continue
+        node = nodes.get(host, {})
+        failing = set(gate.get("failing") or [])
+        picked = [r for r in out["results"] if r["check"] in failing and r["status"] in (FAIL, NOT_RUN)]
+        if not picked:
+            picked = [r for r in out["results"] if r["check"] in failing]
+        for r in picked:
+            rows.append({
+                "site": node.get("site", ""), "rack": node.get("rack", ""), "u": node.get("u", ""),
+                "hostname": host, "serial": node.get("serial", ""), "check": r["check"],
+                "reason": r["reason"],
+                "remediation": r["remediation"] or ("rerun the stage once %s" % r["reason"]
+                                                    if r["status"] == NOT_RUN else "see the reason"),
+            })
+    rows.sort(key=lambda r: (str(r["site"]), str(r["rack"]), int(r["u"] or 0), r["hostname"], r["check"]))
+    return rows
+
+
+def write_dispatch(rows, directory, run_id):
+    """Write ``dispatch-<run_id>.csv`` and ``.json`` (and ``dispatch-latest.*``) under ``directory``.
+
+    Returns ``{"csv": path, "json": path}``.  Raises :class:`SymphonyError` when the
+    directory cannot be written.
+    """
+    try:
+        os.makedirs(directory, exist_ok=True)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=DISPATCH_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        doc = json.dumps({"run_id": run_id, "stage": STAGE, "rows": rows}, indent=2, default=str) + "\n"
+        paths = {}
+        for name in ("dispatch-%s" % run_id, "dispatch-latest"):
+            for ext, text in (("csv", buf.getvalue()), ("json", doc)):
+                path = os.path.join(directory, "%s.%s" % (name, ext))
+                tmp = path + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                os.replace(tmp, path)
+                if name != "dispatch-latest":
+                    paths[ext] = path
+        return paths
+    except OSError as exc:
+        raise SymphonyError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
+
+
+def scrub(value, secrets):
+    """Return ``value`` (str/list/dict, nested) with every occurrence of each secret replaced by ``********``."""
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for s in secrets:
+            value = value.replace(s, "********")
+        return value
+    if isinstance(value, dict):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, secrets) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- observing over the network
+
+
+@dataclass
+class StageSettings:
+    """How the stage reaches the BMCs and where it writes.
+
+    Timeouts in seconds; ``workers``: threads of the controller-side pool;
+    ``per_bmc``: nodes audited at once behind one BMC endpoint; ``max_concurrency``:
+    Redfish requests in flight to one BMC; ``sel_since``: SEL cutoff (``30d``, ISO
+    time, ``all``); ``bmc_map``: path of a map file (per-node url/credentials/CA);
+    ``optional``: extra checks the gate does not require.
+    """
+
+    username: str = None
+    password: str = None
+    validate_certs: bool = True
+    ca_path: str = None
+    auth: str = "auto"
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    retries: int = 2
+    workers: int = 64
+    per_bmc: int = 1
+    max_concurrency: int = 4
+    sel_since: str = "30d"
+    lease_file: str = None
+    lease_format: str = "isc"
+    bmc_map: str = None
+    ledger: str = None
+    dispatch_dir: str = None
+    profile: str = "production"
+    optional: tuple = ()
+    registry_dir: str = None
+
+
+def load_bmc_map(path):
+    """Read a BMC map (the emulator's ``bmcs.json`` or an operator's file).
+
+    Accepted shapes: ``{"bmcs": {host: entry}}``, ``{"nodes": [{"hostname": ...}]}``
+    or ``{host: entry}``; an entry holds ``url`` (or ``address`` [+ ``port``,
+    ``scheme``]) and optionally ``username``, ``password``, ``ca_bundle``/``ca_path``,
+    ``validate_certs``.  Returns ``{host: {"url", "username", "password", "ca_path",
+    "validate_certs"}}``.  Raises :class:`ValidationError` naming the file and host.
+    """
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            doc = json.load(handle)
+    except OSError as exc:
+        raise ValidationError("cannot read BMC map: %s" % exc.strerror, where=path)
+    except ValueError as exc:
+        raise ValidationError("BMC map is not valid JSON: %s" % exc, where=path)
+    if isinstance(doc, dict) and isinstance(doc.get("bmcs"), dict):
+        entries = doc["bmcs"]
+    elif isinstance(doc, dict) and isinstance(doc.get("nodes"), list):
+        entries = {}
+        for i, n in enumerate(doc["nodes"]):
+            if not isinstance(n, dict) or not n.get("hostname"):
+                raise ValidationError("$.nodes[%d] has no hostname" % i, where=path)
+            entries[n["hostname"]] = n
+    elif isinstance(doc, dict):
+        entries = doc
+    else:
+        raise ValidationError("BMC map must be a JSON object", where=path)
+    out = {}
+    for host, entry in entries.items():
+        if not isinstance(entry, dict):
+            continue
+        url = entry.get("url") or entry.get("base_url")
+        if not url and entry.get("address"):
+            url = "%s://%s%s" % (entry.get("scheme", "https"), entry["address"],
+                                 ":%s" % entry["port"] if entry.get("port") else "")
+        if not url:
+            raise ValidationError("$.%s has no url or address" % host, where=path)
+        creds = entry.get("credentials") if isinstance(entry.get("credentials"), dict) else entry
+        out[host] = {"url": url, "username": creds.get("username") or creds.get("user"),
+                     "password": creds.get("password"),
+                     "ca_path": entry.get("ca_bundle") or entry.get("ca_path") or entry.get("cafile"),
+                     "validate_certs": entry.get("validate_certs", entry.get("verify"))}
+    return out
+
+
+def resolve_endpoint(node, bmc_map, discovery, scheme="https"):
+    """``({"url", "source"}, entry)`` for a node: the map wins, then the DHCP lease, then the twin's address."""
+    if bmc_map is not None and node["hostname"] in bmc_map:
+        entry = bmc_map[node["hostname"]]
+        return {"url": entry["url"], "source": "map"}, entry
+    if discovery and discovery.get("leased_address"):
+        return {"url": "%s://%s" % (scheme, discovery["leased_address"]), "source": "lease"}, {}
+    return {"url": "%s://%s" % (scheme, node["bmc_address"]), "source": "twin"}, {}
+
+
+def _host_port(url):
+    parts = urlsplit(url if "://" in url else "https://" + url)
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=None, client_factory=None,
+                 reader=None, registries=None):
+    """Observe one node over the network; never raises for the node's own problems.
+
+    ``endpoint``/``entry`` from :func:`resolve_endpoint`; ``client_factory``: callable
+    with :class:`RedfishClient`'s signature (tests inject one); ``reader``:
+    ``callable(client) -> NodeInventory`` (default ``_redfish_inventory.read_inventory``).
+    Each step's failure lands in ``Observation.errors`` and the later steps are
+    skipped, so the checks become ``fail``/``blocked`` with that reason.  Returns
+    ``(Observation, warnings)``; warnings are strings without secrets.
+    """
+    started = time.monotonic()
+    obs = Observation(endpoint=endpoint, discovery=discovery, lease_source=lease_source)
+    warnings = []
+    host, port = _host_port(endpoint["url"])
+    obs.reachable = tcp_reachable(host, port, settings.connect_timeout)
+    if not obs.reachable[0]:
+        obs.elapsed_s = time.monotonic() - started
+        return obs, warnings
+    if client_factory is None:
+        from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
+        client_factory = RedfishClient
+    verify = settings.validate_certs if entry.get("validate_certs") is None else bool(entry["validate_certs"])
+    client = None
+    try:
+        client = client_factory(
+            endpoint["url"], username=entry.get("username") or settings.username,
+            password=entry.get("password") or settings.password, verify=verify,
+            ca_path=entry.get("ca_path") or settings.ca_path, connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout, retries=settings.retries,
+            max_concurrency=settings.max_concurrency, auth=settings.auth, registries=registries)
+        try:
+            client.open()
+        except SymphonyError as exc:
+            step = "login"
+            if getattr(client, "service_root", None) is None and type(exc).__name__ != "RedfishAuthError":
+                step = "service_root"
+            obs.errors[step] = str(exc)
+            return obs, warnings
+        obs.service_root = client.service_root
+        obs.login = True
+        if reader is None:
+            from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
+            reader = read_inventory
+        try:
+            obs.inventory = reader(client)
+        except SymphonyError as exc:
+            obs.errors["inventory"] = str(exc)
+        except Exception as exc:  # pylint: disable=broad-except
+            # One BMC's odd tree must fail that node, not the fleet run.
+            obs.errors["inventory"] = "unexpected %s while reading the inventory: %s" % (type(exc).__name__, exc)
+    except SymphonyError as exc:
+        obs.errors.setdefault("service_root", str(exc))
+    finally:
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+            obs.requests = getattr(client, "requests", 0)
+            warnings.extend(getattr(client, "warnings", []) or [])
+        obs.elapsed_s = time.monotonic() - started
+    return obs, warnings
+
+
+def _compact(result):
+    return {"check": result.check, "status": result.status, "reason": result.reason,
+            "remediation": result.remediation}
+
+
+def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, reader=None, now=None,
+              ledger=None, return_details=False):
+    """Audit many nodes at once with a bounded worker pool (DESIGN.md "Scale").
+
+    ``nodes``: ``{hostname: twin node dict}``; ``manifests``: ``{sku: manifest}``;
+    ``settings``: :class:`StageSettings`; ``ledger``: an open :class:`Ledger`
+    (or None to open ``settings.ledger``; no ledger when that is None too).
+    Returns ``{"run_id", "hosts": {host: {"gate", "reason", "failing", "checks",
+    "endpoint", "requests", "elapsed_s"}}, "summary": {status: count}, "dispatch":
+    {"rows": n, "csv", "json"}, "reservations": {host: {...}}, "warnings": [...],
+    "requests": total, "wall_s": seconds}``.  Secrets in ``settings`` never appear
+    in it, in the ledger or in the dispatch files.
+    Raises :class:`SymphonyError` for problems of the whole run (unreadable lease
+    file, bad map, unknown SKU, ledger not writable); a node's own problems end in
+    its results.
+    """
+    started = time.monotonic()
+    now = time.time() if now is None else now
+    run_id = run_id or new_run_id("pre")
+    cutoff = parse_cutoff(settings.sel_since, now)
+    for host, node in nodes.items():
+        if node.get("sku") not in manifests:
+            raise ValidationError("SKU %r of %s has no manifest (known: %s)"
+                                  % (node.get("sku"), host, ", ".join(sorted(manifests))), where=host)
+    index = None
+    if settings.lease_file:
+        index = LeaseIndex(read_leases(settings.lease_file, settings.lease_format), now=now)
+    bmc_map = load_bmc_map(settings.bmc_map) if settings.bmc_map else None
+    try:
+        registries = MessageRegistries(directory=settings.registry_dir)
+    except OSError as exc:
+        raise ValidationError("cannot load the Redfish message registries: %s" % exc, where="registry_dir")
+    secrets = [settings.password] + [e.get("password") for e in (bmc_map or {}).values()]
+    graphs = {sku: check_graph(m, settings.profile, settings.optional) for sku, m in manifests.items()}
+
+    items = []
+    for host, node in nodes.items():
+        discovery = discover_node(node, index) if index is not None else None
+        endpoint, entry = resolve_endpoint(node, bmc_map, discovery)
+        items.append((host, {"node": node, "discovery": discovery, "endpoint": endpoint, "entry": entry}))
+
+    def work(host, item):
+        obs, warns = observe_node(item["node"], item["endpoint"], item["entry"], settings, item["discovery"],
+                                  settings.lease_file, client_factory, reader, registries)
+        manifest = manifests[item["node"]["sku"]]
+        results, verdict = judge(item["node"], manifest, obs, run_id, graphs[item["node"]["sku"]], cutoff, now)
+        return obs, warns, results, verdict
+
+    outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
+                                key=lambda item: item["endpoint"]["url"])
+    all_results, verdicts, hosts, warnings, total_requests, by_host = [], {}, {}, [], 0, {}
+    for host, item in items:
+        out = outcomes[host]
+        if out.ok:
+            obs, warns, results, verdict = out.value
+        else:
+            # Only a bug can land here (observe_node handles a node's own failures); judge it anyway so the
+            # node ends fail with the reason instead of disappearing.
+            obs = Observation(endpoint=item["endpoint"], discovery=item["discovery"], lease_source=settings.lease_file,
+                              reachable=(True, ""), errors={"service_root": out.error.get("msg", "error")})
+            warns = []
+            results, verdict = judge(item["node"], manifests[item["node"]["sku"]], obs, run_id,
+                                     graphs[item["node"]["sku"]], cutoff, now)
+        results = [type(r).from_dict(scrub(r.to_dict(), secrets)) for r in results]
+        verdict.reason = scrub(verdict.reason, secrets)
+        warnings.extend("%s: %s" % (host, w) for w in scrub(list(warns), secrets))
+        total_requests += obs.requests
+        all_results.extend(results)
+        by_host[host] = results
+        verdicts[host] = verdict
+        entry = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
+                 "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
+                 "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
+        if return_details:
+            entry["results"] = [r.to_dict() for r in results]
+        hosts[host] = entry
+
+    own_ledger = None
+    if ledger is None and settings.ledger:
+        ledger = own_ledger = open_ledger(settings.ledger)
+    try:
+        if ledger is not None and all_results:
+            ledger.record_results(all_results)
+            for host, verdict in verdicts.items():
+                ledger.record_gate(verdict, run_id)
+    finally:
+        if own_ledger is not None:
+            own_ledger.close()
+
+    rows = dispatch_rows(nodes, {h: {"gate": verdicts[h].to_dict(),
+                                     "results": [r.to_dict() for r in by_host[h]]}
+                                 for h in verdicts})
+    dispatch = {"rows": len(rows), "items": rows}
+    if settings.dispatch_dir:
+        dispatch.update(write_dispatch(rows, settings.dispatch_dir, run_id))
+    summary = {}
+    for verdict in verdicts.values():
+        summary[verdict.status] = summary.get(verdict.status, 0) + 1
+    reservations = {h: item["discovery"]["reservation"] for h, item in items if item["discovery"]}
+    return {"run_id": run_id, "hosts": hosts, "summary": summary, "dispatch": dispatch,
+            "reservations": reservations, "warnings": sorted(set(warnings)), "requests": total_requests,
+            "wall_s": round(time.monotonic() - started, 3)}
+
+
+__all__ = ["STAGE", "CHECKS", "CHECK_NAMES", "check_graph", "Observation", "AuditContext", "judge",
+           "dispatch_rows", "write_dispatch", "scrub", "parse_cutoff", "model_matches", "missing_slots",
+           "validate_service_root", "BLOCKED"]
