@@ -14,6 +14,8 @@ except ImportError:  # reported by the caller with missing_required_lib
 try:
     import yaml
     HAS_YAML = True
+    # libyaml's loader is ~10x faster on 10,000-node twins; same safe semantics.
+    _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 except ImportError:
     HAS_YAML = False
 
@@ -46,7 +48,7 @@ def load_yaml_file(path, error_class):
         raise error_class("the PyYAML Python library is required", where=path)
     try:
         with open(path, "r", encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            data = yaml.load(handle, Loader=_SAFE_LOADER)  # nosec: safe loader (C or Python)
     except OSError as exc:
         raise error_class("cannot read file: %s" % exc.strerror, where=path)
     except yaml.YAMLError as exc:

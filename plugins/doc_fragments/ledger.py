@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    """The ledger option shared by every module that records or reads check results."""
+
+    DOCUMENTATION = r"""
+options:
+  ledger:
+    description:
+      - Where the ledger lives, a SQLite file path or C(sqlite:///path).
+      - C(postgresql://...) is reserved for the shared backend and is refused until it ships.
+      - When omitted, C($SYMPHONY_LEDGER), else C(~/.local/share/symphony/ledger.sqlite) on the controller.
+      - The ledger is append-only; rows are never edited or deleted.
+    type: str
+    required: false
+notes:
+  - Runs on the controller (use C(delegate_to=localhost) or a play on C(localhost)); the ledger is a controller file.
+  - SQLite in WAL mode with one C(BEGIN IMMEDIATE) transaction per write, so many forks may write at once.
+"""
+
+    # Attributes of controller-side modules that compute in check mode and write nothing.
+    ATTRIBUTES = r"""
+attributes:
+  check_mode:
+    support: full
+    description: In check mode the module computes and returns everything but writes nothing to the ledger.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+    description: Runs on the Ansible controller.
+"""

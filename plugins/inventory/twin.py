@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: twin
+short_description: Hosts from the symphony.cluster digital twin, with SKU expectations and gate state
+version_added: 0.1.0
+description:
+  - Reads a digital twin (sites, racks, nodes, spares), the SKU manifests its nodes name, and the ledger's
+    current gates, and builds the inventory every stage's playbook targets.
+  - The inventory source is a YAML file whose name ends in C(.twin.yml) or C(.twin.yaml) and names this
+    plugin in its C(plugin) key. The twin itself is either inline in that file (top-level C(twin_version),
+    C(sku_dir), C(sites)) or in another file named by O(twin). Keep fleets of thousands of nodes in a separate
+    file, which is then parsed once, with libyaml.
+  - Each host gets C(symphony_twin) (its twin record), C(symphony_sku), C(symphony_bmc_address),
+    C(symphony_profile), C(symphony_stage), C(symphony_gate), C(symphony_gate_reason) and, when the twin has an
+    in-band address, C(ansible_host). The SKU manifest is the group variable C(symphony_expected) of its
+    C(sku_<name>) group, so every host sees it once in memory.
+  - "Groups C(site_<site>), C(rack_<rack>), C(sku_<sku>), C(spares), C(stage_<stage>) (the stage of the node's
+    furthest gate, C(stage_racked) before any gate) and C(gate_<pass|fail|blocked|not_run>) (that gate's status)."
+  - Gate state is read from the ledger on every parse, never cached; the twin and SKU part is cached when
+    O(cache) is on.
+  - All-or-nothing: an invalid twin or manifest fails the source with the file, node and JSON path.
+extends_documentation_fragment:
+  - ansible.builtin.constructed
+  - ansible.builtin.inventory_cache
+options:
+  plugin:
+    description: The name of this plugin; marks the file as a twin inventory source.
+    required: true
+    type: str
+    choices: [symphony.cluster.twin]
+  twin:
+    description:
+      - Path of the twin file, relative to the inventory source's directory.
+      - When omitted, the inventory source itself holds the twin (it must then have C(sites)).
+    type: str
+  sku_dir:
+    description:
+      - Directory of SKU manifests (C(*.yml)), relative to the inventory source's directory.
+      - When omitted, the twin's C(sku_dir) (relative to the twin file), else the collection's C(skus/).
+    type: str
+  ledger:
+    description:
+      - Ledger to read gate state from (SQLite path or C(sqlite:///path)).
+      - When omitted, C($SYMPHONY_LEDGER), else C(~/.local/share/symphony/ledger.sqlite).
+      - A ledger that does not exist yet is not created; every node is then in C(stage_racked).
+    type: str
+    env:
+      - name: SYMPHONY_LEDGER
+  profile:
+    description:
+      - The SKU profile the gates use (C(production), or a profile the manifests declare such as C(lab)).
+      - Exposed to every host as C(symphony_profile).
+    type: str
+    default: production
+"""
+
+EXAMPLES = r"""
+# inventories/site1/site1.twin.yml: the twin lives in the same file
+plugin: symphony.cluster.twin
+profile: production
+ledger: /var/lib/symphony/ledger.sqlite
+keyed_groups:
+  - key: symphony_twin.fabric | map(attribute='leaf') | list
+    prefix: leaf
+groups:
+  needs_rework: symphony_gate in ['fail', 'blocked']
+twin_version: 1
+sku_dir: ../../skus
+sites:
+  - name: site1
+    racks:
+      - name: r12
+        bmc_subnet: 10.12.0.0/24
+        nodes:
+          - {hostname: gpu-r12-u02, u: 2, sku: hgx_h100_supermicro, serial: C8010MM21A30331,
+             bmc_mac: "3c:ec:ef:12:02:01"}
+
+# inventories/big/fleet.twin.yml: a 10,000-node twin kept in its own file
+plugin: symphony.cluster.twin
+twin: fleet.yml
+sku_dir: /srv/symphony/skus
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: /tmp/symphony-inventory-cache
+"""
+
+import os
+
+from ansible.errors import AnsibleParserError
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils import _twin_inventory
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+    """Twin + SKU manifests + ledger gates -> hosts, hostvars and groups."""
+
+    NAME = "symphony.cluster.twin"
+
+    def verify_file(self, path):
+        """Accept ``*.twin.yml`` / ``*.twin.yaml`` files only."""
+        return super().verify_file(path) and path.endswith(_twin_inventory.SUFFIXES)
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache=cache)
+        self._read_config_data(path)
+        base = os.path.dirname(os.path.abspath(path))
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option("cache") and cache
+        update_cache = self.get_option("cache") and not cache
+        records = None
+        if use_cache:
+            try:
+                records = self._cache[cache_key]
+            except KeyError:
+                update_cache = True
+        try:
+            if records is None:
+                records = _twin_inventory.build_records(
+                    path, option_keys=list(self._options),
+                    twin_path=self._resolve(base, self.get_option("twin")),
+                    sku_dir=self._resolve(base, self.get_option("sku_dir")))
+            positions = _twin_inventory.read_positions(self.get_option("ledger"))
+        except SymphonyError as exc:
+            raise AnsibleParserError(to_native(exc))
+        if update_cache:
+            self._cache[cache_key] = records
+        self._populate(records, positions)
+
+    @staticmethod
+    def _resolve(base, value):
+        if not value:
+            return None
+        value = os.path.expanduser(value)
+        return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
+
+    def _populate(self, records, positions):
+        strict = self.get_option("strict")
+        profile = self.get_option("profile")
+        for sku, manifest in records["skus"].items():
+            group = self.inventory.add_group(self._sanitize_group_name("sku_" + sku))
+            self.inventory.set_variable(group, "symphony_expected", manifest)
+        for host_record in records["hosts"]:
+            host = host_record["hostname"]
+            self.inventory.add_host(host)
+            stage, gate, reason = positions.get(host, (None, None, ""))
+            hostvars = dict(host_record["vars"], symphony_profile=profile, symphony_stage=stage or "racked",
+                            symphony_gate=gate, symphony_gate_reason=reason)
+            for key, value in hostvars.items():
+                self.inventory.set_variable(host, key, value)
+            groups = list(host_record["groups"]) + ["stage_" + (stage or "racked")]
+            if gate:
+                groups.append("gate_" + gate)
+            for name in groups:
+                self.inventory.add_child(self.inventory.add_group(self._sanitize_group_name(name)), host)
+            if self.get_option("compose") or self.get_option("groups") or self.get_option("keyed_groups"):
+                # The SKU's expected state is visible to compose/groups/keyed_groups expressions too.
+                variables = dict(hostvars, symphony_expected=records["skus"][host_record["vars"]["symphony_sku"]])
+                self._set_composite_vars(self.get_option("compose"), variables, host, strict=strict)
+                self._add_host_to_composed_groups(self.get_option("groups"), variables, host, strict=strict)
+                self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, host, strict=strict)
