@@ -23,15 +23,3 @@ notes:
   - SQLite in WAL mode with one C(BEGIN IMMEDIATE) transaction per write, so many forks may write at once.
 """
 
-    # Attributes of controller-side modules that compute in check mode and write nothing.
-    ATTRIBUTES = r"""
-attributes:
-  check_mode:
-    support: full
-    description: In check mode the module computes and returns everything but writes nothing to the ledger.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    description: Runs on the Ansible controller.
-"""
