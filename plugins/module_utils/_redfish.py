@@ -632,11 +632,14 @@ class RedfishClient:
         :class:`RedfishInvalidResponse` when a 2xx body is not a JSON object,
         :class:`RedfishAuthError`, :class:`RedfishConnectionError`, :class:`RedfishTimeout`.
         """
-        return self._send("GET", path, expect_json=True).body
+        rsp = self._send("GET", path, expect_json=True)
+        _raise_if_error_body(self, rsp, path)
+        return rsp.body
 
     def get_with_headers(self, path):
         """GET ``path`` -> ``(body dict, headers)`` (``headers`` is case-insensitive; ``ETag`` etc.)."""
         rsp = self._send("GET", path, expect_json=True)
+        _raise_if_error_body(self, rsp, path)
         return rsp.body, rsp.headers
 
     def get_response(self, path, ok_statuses=()):
@@ -682,13 +685,12 @@ class RedfishClient:
             try:
                 first = self.get(collection_path + sep + "$expand=" + param)
             except RedfishHTTPError as exc:
-                if exc.status in (400, 404, 405, 406, 501):
-                    self._warn("%s refused $expand (HTTP %s); reading members one by one"
-                               % (self.host, exc.status))
-                    self.use_expand = False
-                    first = None
-                else:
+                if exc.status not in (400, 404, 405, 406, 501):
                     raise
+                first = self.get(collection_path)  # raises for a collection that is not there
+                self._warn("%s refused $expand (HTTP %s); reading members one by one"
+                           % (self.host, exc.status))
+                self.use_expand = False
         if first is None:
             first = self.get(collection_path)
         if not isinstance(first.get("Members"), list):
@@ -976,6 +978,15 @@ def _norm_id(oid):
 def _is_link(member):
     return isinstance(member, dict) and "@odata.id" in member and \
         set(member) <= {"@odata.id", "@odata.type", "@odata.etag"}
+
+
+def _raise_if_error_body(client, rsp, path):
+    """A 2xx GET whose body is only a Redfish ``error`` object is an error, not a resource."""
+    body = rsp.body
+    if isinstance(body, dict) and "error" in body and "@odata.id" not in body and "Members" not in body:
+        raise client._http_error(rsp.status, "GET", path, rsp.extended_info, None,
+                                 code=(body.get("error") or {}).get("code")
+                                 if isinstance(body.get("error"), dict) else None)
 
 
 def _action_result(rsp, etag):

@@ -24,12 +24,13 @@ BASE = "https://bmc.test"
 
 class MockupBMC:
     def __init__(self, root=None, base_url=BASE, username="admin", password="s3cr3t-Passw0rd",
-                 sessions=True):
+                 sessions=True, honour_expand=True):
         self.root = str(root) if root else None
         self.base_url = base_url
         self.username = username
         self.password = password
         self.sessions_enabled = sessions
+        self.honour_expand = honour_expand
         self.sessions = {}
         self.deleted = []
         self.log = []  # (method, path_with_query, headers)
@@ -126,6 +127,19 @@ class MockupBMC:
                 {"MessageId": "Base.1.8.ResourceMissingAtURI", "MessageArgs": [path]}]}})
         with open(fpath, encoding="utf-8") as fh:
             text = fh.read()
+        if self.honour_expand and "$expand" in query:
+            body = json.loads(text)
+            if isinstance(body.get("Members"), list):
+                inlined = []
+                for m in body["Members"]:
+                    mf = self.file_for(m.get("@odata.id", ""))
+                    if mf:
+                        with open(mf, encoding="utf-8") as fh:
+                            inlined.append(json.load(fh))
+                    else:
+                        inlined.append(m)
+                body["Members"] = inlined
+                text = json.dumps(body)
         return self._resp(request, 200, {"Content-Type": "application/json"}, text)
 
     def file_for(self, path, query=""):
