@@ -1,0 +1,82 @@
+"""One aiohttp event loop serving many BMCs, one listening socket (address or port) each.
+
+The BMC a request is for is found from the local address the connection arrived on
+(``sockname``), so thousands of BMCs share one application and one handler.  Linux
+routes all of 127.0.0.0/8 to ``lo`` without ``ip addr add``, so any 127.x.y.z can be bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+from aiohttp import web
+
+LOG = logging.getLogger("symphony_emulator")
+
+
+class EmulatorServer:
+    """Routes connections by local (address, port) to objects with ``handle()`` (BMC, CaptureBMC)."""
+
+    def __init__(self, ssl_context=None):
+        self.ssl_context = ssl_context
+        self.targets = {}
+        self._runner = None
+        self._sites = []
+
+    async def _setup(self):
+        if self._runner is None:
+            app = web.Application(client_max_size=512 * 1024 * 1024)
+            app.router.add_route("*", "/{tail:.*}", self._handler)
+            self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await self._runner.setup()
+
+    async def add(self, target, host, port):
+        """Listen on ``host:port`` (port 0: any free port) for ``target``; returns the bound port."""
+        await self._setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise OSError(exc.errno, "cannot bind %s:%s for %s: %s"
+                          % (host, port, getattr(target, "hostname", "?"), exc.strerror))
+        sock.listen(256)
+        sock.setblocking(False)
+        bound = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock, ssl_context=self.ssl_context, backlog=256)
+        await site.start()
+        self._sites.append(site)
+        self.targets[(host, bound)] = target
+        return bound
+
+    async def close(self):
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self._sites = []
+
+    async def _handler(self, request):
+        transport = request.transport
+        sockname = transport.get_extra_info("sockname") if transport is not None else None
+        target = self.targets.get(tuple(sockname[:2])) if sockname else None
+        if target is None:
+            return web.Response(status=404, text="no BMC on this address")
+        body = await request.read() if request.can_read_body else b""
+        reply = target.handle(request.method, request.path, request.query_string, request.headers, body)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.abort:
+            if request.transport is not None:
+                request.transport.abort()
+            raise web.HTTPServiceUnavailable()   # never sent: the connection is already gone
+        return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
+
+
+def free_port(host="127.0.0.1"):
+    """A port nothing listens on right now (for BMCs that must refuse connections)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
