@@ -24,6 +24,7 @@ import math
 import re
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._parsers import load_json_document
 
 TOOL = "nccl-tests"
 
@@ -270,7 +271,6 @@ def parse(text):
         raise ParseError("output is empty", where=TOOL)
     body = _strip_provenance(text).lstrip()
     if body.startswith("{"):
-        from ansible_collections.symphony.cluster.plugins.module_utils._parsers import load_json_document
         doc, _pre, _dups = load_json_document(TOOL + " -J", body)
         return parse_json(doc)
     return parse_text(text)

@@ -18,6 +18,7 @@ and never a fabric verdict.
 
 from __future__ import annotations
 
+import random
 import shlex
 import shutil
 import subprocess
@@ -31,6 +32,10 @@ from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
     ValidationError,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils import _fabric, _nccl
+from ansible_collections.symphony.cluster.plugins.module_utils._gate import CheckResult, new_run_id
+from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_manifest
+from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
 from ansible_collections.symphony.cluster.plugins.module_utils._parsers._iperf3 import parse_iperf3_json
 from ansible_collections.symphony.cluster.plugins.module_utils._parsers._ib_write_bw import parse_ib_write_bw
 
@@ -444,7 +449,6 @@ def cabling_from_twin(twin, nodes, rail=0):
 def plan(nodes, schedule="adaptive", seed=None):
     """What a run would test, without running (check mode): the full plan for ``round_robin`` and
     ``tri_ring``, the first round for ``adaptive`` (later rounds depend on the results)."""
-    import random
     if schedule == "round_robin":
         return _fabric.round_robin(nodes)
     if schedule == "tri_ring":
@@ -463,7 +467,6 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
     :func:`~._fabric.link_events`).  Returns ``{"rounds", "schedule", "threshold", "interfaces":
     {node: status/reason/...}, "bad_interfaces", "bad_links", "links", "ambiguous", "tests", "run_id"}``.
     """
-    from ansible_collections.symphony.cluster.plugins.module_utils._gate import CheckResult, new_run_id
     run_id = run_id or new_run_id("fabric")
     cabling = dict(cabling or {})
     fabric = _fabric.PairPathFabric(cabling)
@@ -561,3 +564,155 @@ def run_nccl_sweep(hosts, launcher=None, collective="all_reduce", gpus_per_node=
     statuses = [r["status"] for r in runs]
     ok = None if all(s == "not_run" for s in statuses) else all(s == "pass" for s in statuses if s != "not_run")
     return {"ok": ok, "runs": runs, "nccl_env": env, "collective": collective}
+
+
+# ----------------------------------------------------------------------------------------------
+# Module entry points (the modules are thin wrappers around these)
+# ----------------------------------------------------------------------------------------------
+
+def _launcher_from_params(params):
+    return make_launcher(params.get("launcher") or "ssh", config_file=params.get("ssh_config"),
+                         identity_file=params.get("ssh_identity_file"), user=params.get("ssh_user"),
+                         port=params.get("ssh_port"), connect_timeout=params.get("connect_timeout"),
+                         partition=params.get("partition"), extra_args=params.get("launcher_args"))
+
+
+def _cabling(params, nodes):
+    if not params.get("twin"):
+        return {}
+    return cabling_from_twin(load_twin(params["twin"]), nodes, params.get("rail") or 0)
+
+
+def _not_run_everywhere(nodes, reason, stage, run_id, ledger, check):
+    now = time.time()
+    if ledger is not None:
+        ledger.record_results([CheckResult(node=n, stage=stage, check=check, status="not_run", reason=reason,
+                                           started=now, finished=now, run_id=run_id) for n in nodes])
+    return {n: {"status": "not_run", "reason": reason, "remediation": "", "observed": None} for n in nodes}
+
+
+def fabric_test_module(params, check_mode=False):
+    """Everything ``symphony.cluster.fabric_test`` does; ``params`` are the module's parameters.
+
+    Returns the module result dict.  Raises :class:`SymphonyError` subclasses on bad input (unknown
+    schedule/transport, malformed twin, ledger errors).
+    """
+    nodes = list(params["nodes"])
+    _fabric._check_nodes(nodes)
+    schedule = params.get("schedule") or "adaptive"
+    stage = params.get("stage") or "burn_in"
+    run_id = params.get("run_id") or new_run_id("fabric")
+    cabling = _cabling(params, nodes)
+    launcher = _launcher_from_params(params)
+    transport = make_transport(
+        params.get("transport") or "iperf3", launcher, params.get("addresses") or {},
+        timeout_s=params.get("timeout_s"), duration_s=params.get("duration_s"), port=params.get("port"),
+        streams=params.get("streams"), hcas=params.get("hcas"), size=params.get("message_bytes"),
+        gpus_per_node=params.get("gpus_per_node"), binary=params.get("binary"), env=params.get("nccl_env"))
+    if check_mode:
+        return {"changed": False, "run_id": run_id, "schedule": schedule, "transport": transport.name,
+                "plan": [[list(p) for p in r] for r in plan(nodes, schedule, params.get("seed"))],
+                "cabling": cabling}
+    ledger = open_ledger(params.get("ledger")) if params.get("record", True) else None
+    try:
+        try:
+            launcher.check()
+        except ToolNotFoundError as exc:
+            interfaces = _not_run_everywhere(nodes, str(exc), stage, run_id, ledger, _fabric.CHECK_INTERFACE)
+            return {"changed": ledger is not None, "run_id": run_id, "schedule": schedule, "transport": transport.name,
+                    "rounds": 0, "interfaces": interfaces, "bad_interfaces": [], "bad_links": [], "links": {},
+                    "ambiguous": [], "tests": [], "threshold": None}
+        out = run_fabric_test(nodes, transport, schedule, floor=params.get("floor"),
+                              min_fraction=params.get("min_fraction") or 0.8, seed=params.get("seed"),
+                              max_rounds=params.get("max_rounds") or 8, workers=params.get("workers") or 8,
+                              cabling=cabling, stage=stage, run_id=run_id, ledger=ledger)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    out.update({"changed": ledger is not None, "cabling": cabling})
+    return out
+
+
+def nccl_sweep_module(params, check_mode=False):
+    """Everything ``symphony.cluster.nccl_sweep`` does; ``params`` are the module's parameters.
+
+    The SKU manifest (``sku_manifest``) supplies ``nccl_env`` (the golden recipe), ``validation.nccl_max_bytes``
+    and ``validation.nccl_busbw_floors`` unless the parameters override them.  Per node a check result
+    ``nccl_sweep_<collective>`` at ``stage`` (pass / fail / not_run) with every run's analysis and the NCCL
+    environment as evidence.
+    """
+    nodes = list(params["nodes"])
+    _fabric._check_nodes(nodes)
+    collective = _nccl.normalise_collective(params.get("collective") or "all_reduce")
+    manifest = None
+    if params.get("sku_manifest"):
+        manifest = load_manifest(params["sku_manifest"])
+    validation = (manifest or {}).get("validation") or {}
+    max_bytes = params.get("max_bytes") or validation.get("nccl_max_bytes") or _nccl.DEFAULT_MAX_BYTES
+    min_bytes = params.get("min_bytes") or 8
+    env = dict((manifest or {}).get("nccl_env") or {})
+    env.update(params.get("nccl_env") or {})
+    counts = params.get("node_counts") or _nccl.node_counts(len(nodes))
+    bad_counts = [c for c in counts if c < 1 or c > len(nodes)]
+    if bad_counts:
+        raise ValidationError("node counts %s exceed the %d nodes given" % (bad_counts, len(nodes)), where="node_counts")
+    floors = {}
+    for n in counts:
+        floors[n] = params["floor_gbps"] if params.get("floor_gbps") is not None else floor_for(manifest, collective, n)
+    outputs = {}
+    for item in params.get("results_from") or []:
+        try:
+            with open(item["path"]) as handle:
+                outputs[int(item["nodes"])] = handle.read()
+        except OSError as exc:
+            raise ValidationError("cannot read recorded nccl-tests output: %s" % exc, where=item["path"])
+    run_id = params.get("run_id") or new_run_id("nccl")
+    check = "nccl_sweep_%s" % collective
+    sizes = _nccl.sweep_sizes(max_bytes, min_bytes)
+    if check_mode:
+        return {"changed": False, "run_id": run_id, "check": check, "node_counts": counts, "sizes": len(sizes),
+                "min_bytes": min_bytes, "max_bytes": max_bytes, "floors": floors, "nccl_env": env}
+    launcher = _launcher_from_params(dict(params, launcher=params.get("launcher") or "srun"))
+    started = time.time()
+    try:
+        if len(outputs) < len(counts):
+            launcher.check()
+        res = run_nccl_sweep(nodes, launcher, collective, params.get("gpus_per_node") or 8, max_bytes, min_bytes,
+                             floors, params.get("tolerance") or 0.10, env, params.get("binary_dir") or "",
+                             params.get("timeout_s") or 1800, counts, outputs)
+    except ToolNotFoundError as exc:
+        res = {"ok": None, "runs": [{"nodes": n, "hosts": nodes[:n], "status": "not_run", "reason": str(exc),
+                                     "analysis": None, "command": None} for n in counts],
+               "nccl_env": env, "collective": collective}
+    finished = time.time()
+    failing = [r for r in res["runs"] if r["status"] == "fail"]
+    if res["ok"] is None:
+        status = "not_run"
+        reason = "; ".join(sorted({"%d node(s): %s" % (r["nodes"], r["reason"]) for r in res["runs"]}))
+    elif res["ok"]:
+        status, reason = "pass", "; ".join("%d node(s): %s" % (r["nodes"], r["reason"]) for r in res["runs"]
+                                            if r["status"] == "pass")
+    else:
+        status = "fail"
+        reason = "; ".join("%d node(s): %s" % (r["nodes"], r["reason"]) for r in failing)
+    summary = [{"nodes": r["nodes"], "status": r["status"], "reason": r["reason"],
+                "plateau_gbps": (r["analysis"] or {}).get("shape", {}).get("plateau_gbps"),
+                "failing_sizes": (r["analysis"] or {}).get("failing_sizes", []),
+                "dips": [d["size_h"] for d in ((r["analysis"] or {}).get("shape", {}).get("dips") or [])]}
+               for r in res["runs"]]
+    recorded = False
+    if params.get("record", True):
+        ledger = open_ledger(params.get("ledger"))
+        try:
+            ledger.record_results([CheckResult(
+                node=n, stage=params.get("stage") or "cluster_validation", check=check, status=status,
+                reason=reason, expected={"floors_gbps": floors, "max_bytes": max_bytes},
+                observed=summary, remediation=("localise with symphony.cluster.fabric_test, then rerun the sweep"
+                                               if status == "fail" else ""),
+                evidence={"runs": res["runs"], "nccl_env": env}, started=started, finished=finished, run_id=run_id)
+                for n in nodes])
+            recorded = True
+        finally:
+            ledger.close()
+    return {"changed": recorded, "run_id": run_id, "check": check, "status": status, "reason": reason,
+            "runs": summary, "nccl_env": env, "node_counts": counts}
