@@ -10,7 +10,23 @@
 CLI: ``python -m symphony_lab up|down|status|degrade|restore|inventory`` (``make lab-up`` / ``make lab-down``).
 """
 
+import contextlib
+
 from ._errors import LabError
 from ._lab import Lab, ensure_packages
 
-__all__ = ["Lab", "LabError", "ensure_packages"]
+__all__ = ["Lab", "LabError", "ensure_packages", "running"]
+
+
+@contextlib.contextmanager
+def running(n=4, root="build/lab"):
+    """Yield a running lab with at least ``n`` hosts; tear it down at exit only if this call brought it up.
+
+    For test fixtures: ``with symphony_lab.running(4) as lab: ...`` (needs root; LabError otherwise).
+    """
+    lab, started = Lab.ensure(n=n, root=root)
+    try:
+        yield lab
+    finally:
+        if started:
+            lab.down()

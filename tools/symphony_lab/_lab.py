@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import pathlib
+import random
 import shutil
 import socket
 import subprocess
@@ -163,6 +164,20 @@ class Lab:
         lab = cls(n=state["n"], root=root, subnet=state["subnet"], bridge=state["bridge"])
         lab._state = state
         return lab
+
+    @classmethod
+    def ensure(cls, n=4, root="build/lab"):
+        """Return ``(lab, started)``: the running lab if it is healthy and has at least ``n`` hosts, else a new one.
+
+        ``started`` is True when this call brought the lab up (the caller then owns ``down()``).
+        """
+        try:
+            lab = cls.load(root)
+            if lab.is_up() and lab.n >= n:
+                return lab, False
+        except LabError:
+            pass
+        return cls(n=n, root=root).up(), True
 
     def _read_state(self):
         try:
@@ -426,26 +441,35 @@ class Lab:
         return _proc.run(["ssh", "-F", str(self.ssh_config), name, command], check=False, timeout=timeout,
                          where=name)
 
-    def iperf3(self, client, server, seconds=1.0, port=5201):
+    def iperf3(self, client, server, seconds=1, port=None):
         """Measure TCP throughput from ``client`` to ``server`` with iperf3; return Mbit/s received (float).
 
-        Starts a one-shot ``iperf3 -s -1`` inside ``server`` and ``iperf3 -c <server address> -J`` inside ``client``.
-        Raises LabError with iperf3's error text when no measurement comes back.
+        Starts a one-shot ``iperf3 -s -1`` inside ``server`` on ``port`` (a random one in 20000-29999 unless given)
+        and ``iperf3 -c <server address> -t <seconds> -J`` inside ``client``; ``seconds`` is a whole number >= 1
+        (iperf3 reads ``-t`` as an integer, and 0 means "forever"). Raises LabError with iperf3's error text when
+        no measurement comes back.
         """
+        seconds = int(seconds)
+        if seconds < 1:
+            raise LabError("iperf3 needs a whole number of seconds >= 1, got %r" % seconds, where="iperf3")
         address = self.host(server)["address"]
+        port = port or random.randint(20000, 29999)
         srv = self.popen(server, ["iperf3", "-s", "-1", "-B", address, "-p", str(port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 5
             while True:
                 out = self.exec(client, ["iperf3", "-c", address, "-p", str(port), "-t", str(seconds), "-J"],
-                                check=False, timeout=seconds + 20)
+                                check=False, timeout=seconds + 30)
                 try:
                     doc = json.loads(out.stdout)
                 except ValueError:
                     doc = {"error": (out.stderr or out.stdout).strip()}
                 if "error" not in doc:
                     return doc["end"]["sum_received"]["bits_per_second"] / 1e6
+                if srv.poll() is not None:
+                    raise LabError("iperf3 server on %s:%d exited: %s" % (address, port, srv.stderr.read().strip()),
+                                   where=server)
                 if "refused" not in doc["error"] or time.monotonic() > deadline:
                     raise LabError("iperf3 %s -> %s: %s" % (client, server, doc["error"]), where=client)
                 time.sleep(0.05)
@@ -521,10 +545,13 @@ class Lab:
         _proc.run(["scontrol", "update", "nodename=%s" % node, "state=DRAIN", "reason=%s" % reason],
                   env=self.slurm_env, where=node)
 
-    def resume(self, node):
-        """``scontrol update nodename=<node> state=RESUME``."""
+    def resume(self, node, timeout=15):
+        """``scontrol update nodename=<node> state=RESUME``, then wait up to ``timeout`` seconds until slurmctld
+        has heard from the node again (sinfo shows ``idle*`` - not responding - right after a resume)."""
         self.host(node)
         _proc.run(["scontrol", "update", "nodename=%s" % node, "state=RESUME"], env=self.slurm_env, where=node)
+        _proc.wait_for(lambda: self.node_states().get(node) in ("idle", "mix", "alloc"), timeout, interval=0.2,
+                       what="%s to respond after resume" % node)
 
     # ------------------------------------------------------------------ report
     def status(self):
