@@ -76,7 +76,7 @@ CHECKS = (
     CheckSpec("health_rollup", ("inventory_read",), True, "no component reports Warning or Critical health"),
     CheckSpec("sel_clean", ("inventory_read",), True, "no Critical SEL entries since the cutoff"),
     CheckSpec("firmware_inventory", ("inventory_read",), True, "FirmwareInventory readable, SKU components found"),
-    CheckSpec("power_control", ("inventory_read",), True, "ComputerSystem.Reset offers On, off and restart"),
+    CheckSpec("power_control", ("inventory_read",), True, "ComputerSystem.Reset can power the node on and off"),
 )
 CHECK_NAMES = tuple(spec.name for spec in CHECKS)
 
@@ -197,15 +197,15 @@ def missing_slots(ids, expected_count):
     return ["%s%d" % (prefix, n) for n in range(base, base + expected_count) if n not in nums]
 
 
-def _incomplete_for(inv, *words):
-    """Entries of ``inv.incomplete`` about any of ``words`` (case-insensitive), as strings."""
+def _incomplete_for(inv, *parts):
+    """Entries of ``inv.incomplete`` (``{"part", "uri", "reason"}``) for any of ``parts``, as strings."""
     out = []
     for item in inv.incomplete or []:
-        text = item if isinstance(item, str) else json.dumps(item, sort_keys=True, default=str)
-        if any(w.lower() in text.lower() for w in words):
-            out.append(text if isinstance(item, str) else
-                       "%s: %s" % (item.get("path") or item.get("part") or item.get("uri") or "?",
-                                   item.get("reason") or item.get("error") or item.get("msg") or text))
+        if isinstance(item, dict):
+            if item.get("part") in parts:
+                out.append("%s: %s" % (item.get("uri") or item.get("part"), item.get("reason")))
+        elif any(p.lower() in str(item).lower() for p in parts):
+            out.append(str(item))
     return out
 
 
@@ -300,6 +300,8 @@ def check_service_root(ctx):
                       "the BMC answers TCP but its Redfish service does not: reset the BMC (ipmitool mc reset "
                       "cold or the vendor UI), and update BMC firmware if it recurs")
     root = ctx.obs.service_root
+    if root is None and ctx.obs.errors.get("login"):
+        return passed(reason="the service root requires authentication; it answered, login decides")
     problems = validate_service_root(root)
     if problems:
         return failed("the Redfish service root is invalid: %s" % "; ".join(problems),
@@ -331,6 +333,11 @@ def check_inventory_read(ctx):
     inv = ctx.inv
     if inv is None:
         return failed("no inventory was read", "rerun the stage")
+    gaps = _incomplete_for(inv, "service", "systems", "chassis")
+    if gaps:
+        return failed("the BMC's Systems/Chassis could not be read: %s" % "; ".join(gaps[:3]),
+                      "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset)",
+                      observed={"incomplete": gaps})
     missing = [what for what, items in (("Systems", inv.systems), ("Chassis", inv.chassis)) if not items]
     if missing:
         return failed("the BMC lists no %s" % " and no ".join(missing),
@@ -391,10 +398,17 @@ def check_system_model(ctx):
     if system is None:
         return failed("the BMC lists no ComputerSystem", "reset the BMC and rerun")
     want_model, want_mfr = sysdef.get("model"), sysdef.get("manufacturer")
-    models = [m for m in [want_model] + list(sysdef.get("model_aliases", [])) if m]
+    aliases = list(sysdef.get("model_aliases", []))
     observed = {"id": system.get("id"), "manufacturer": system.get("manufacturer"), "model": system.get("model")}
     problems = []
-    if models and not any(model_matches(m, system.get("model")) for m in models):
+    if want_model is None:
+        # The SKU says this vendor leaves Model null on the host system (GB200 System_0); the aliases must
+        # then be found on another system (HGX_Baseboard_0 "GB200 NVL").
+        if system.get("model") is not None and not any(model_matches(a, system.get("model")) for a in aliases):
+            problems.append("model %r, expected none (SKU %s)" % (system.get("model"), ctx.manifest.get("sku")))
+        elif aliases and not any(model_matches(a, s.get("model")) for s in ctx.inv.systems for a in aliases):
+            problems.append("no system reports model %s" % " or ".join(repr(a) for a in aliases))
+    elif not any(model_matches(m, system.get("model")) for m in [want_model] + aliases):
         problems.append("model %r, expected %r" % (system.get("model"), want_model))
     if want_mfr and system.get("manufacturer") and not model_matches(want_mfr, system.get("manufacturer")):
         problems.append("manufacturer %r, expected %r" % (system.get("manufacturer"), want_mfr))
@@ -403,80 +417,155 @@ def check_system_model(ctx):
                                                           ctx.manifest.get("sku")),
                       "the server is not the SKU the twin plans (%s): check the twin's SKU for %s or swap "
                       "the server" % (ctx.manifest.get("sku"), ctx.node["hostname"]),
-                      expected={"manufacturer": want_mfr, "model": want_model}, observed=observed)
-    if not models:
-        return passed(observed=observed, reason="SKU declares no model (the vendor leaves Model null)")
-    return passed(expected={"manufacturer": want_mfr, "model": want_model}, observed=observed)
+                      expected={"manufacturer": want_mfr, "model": want_model, "aliases": aliases},
+                      observed=observed)
+    return passed(expected={"manufacturer": want_mfr, "model": want_model}, observed=observed,
+                  reason="" if want_model else "Model null on Systems/%s as the SKU says; %s found"
+                  % (system.get("id"), " or ".join(aliases) or "no alias required"))
 
 
 # --------------------------------------------------------------------------- checks: bill of materials
 
 
+def _tolerate_gaps(outcome, inv, parts, what):
+    """Count checks: an unreadable part only matters when what was read falls short.
+
+    A pass stays a pass (the unreadable parts are named in its reason); a fail
+    says the part could not be read, so nobody hunts for hardware that may be there.
+    """
+    gaps = _incomplete_for(inv, *parts)
+    if not gaps:
+        return outcome
+    if outcome.status == PASS:
+        outcome.reason = ((outcome.reason + "; ") if outcome.reason else "") + \
+            "%d part(s) of %s unreadable: %s" % (len(gaps), what, "; ".join(gaps[:2]))
+        return outcome
+    return failed("%s could not be read completely (%s); what was read: %s"
+                  % (what, "; ".join(gaps[:2]), outcome.reason),
+                  "rerun the stage; if the BMC keeps failing on this part, reset it (Manager.Reset)",
+                  expected=outcome.expected, observed=outcome.observed)
+
+
+def _system_of(comp):
+    m = re.search(r"/Systems/([^/]+)/", comp.uri or "")
+    return m.group(1) if m else None
+
+
+def _per_system(ctx, comps, evaluate):
+    """Evaluate ``comps`` per ComputerSystem and pass if any system passes.
+
+    Multi-system BMCs (GB200: System_0 and HGX_Baseboard_0) list the same CPUs and
+    memory under both, one of them without models; the physical parts are one set.
+    Failures are reported for the SKU's ``system_id`` (else the largest group).
+    """
+    groups = {}
+    for c in comps:
+        groups.setdefault(_system_of(c), []).append(c)
+    if len(groups) <= 1:
+        return evaluate(comps)
+    outcomes = {sid: evaluate(items) for sid, items in groups.items()}
+    # Prefer the system that reports models (GB200 HGX_Baseboard_0 over System_0).
+    ranked = sorted(outcomes, key=lambda k: -sum(1 for c in groups[k] if c.model))
+    for sid in ranked:
+        outcome = outcomes[sid]
+        if outcome.status == PASS:
+            outcome.reason = ((outcome.reason + "; ") if outcome.reason else "") + "as Systems/%s reports them" % sid
+            return outcome
+    main = ctx.manifest.get("system", {}).get("system_id")
+    sid = main if main in outcomes else max(groups, key=lambda k: len(groups[k]))
+    return outcomes[sid]
+
+
+def _unique(components):
+    """One entry per physical part: BMCs list a drive under both a System's Storage and a Chassis (GB200).
+
+    Parts are the same when their serials match, or (no serial) their Id and model match.
+    """
+    seen, out = set(), []
+    for c in components:
+        key = ("serial", c.serial) if c.serial else ("id", c.id, c.model)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(c)
+    return out
+
+
+def _models(want):
+    return [m for m in [want.get("model")] + list(want.get("models") or []) if m]
+
+
 def check_cpus(ctx):
-    gap = _unreadable(ctx.inv, ("Processors",), "Processors")
-    if gap:
-        return gap
     want = ctx.bom["cpus"]
-    cpus = ctx.inv.of_kind("cpu")
-    present = _present(cpus)
-    wrong = [c for c in present if not model_matches(want["model"], c.model)]
-    observed = {"count": len(present), "models": sorted({c.model or "unknown" for c in present})}
-    if len(present) != want["count"] or wrong:
-        parts = ["expected %d × %s, found %d" % (want["count"], want["model"], len(present))]
-        empty = [_slot(c) for c in _absent(cpus)] or missing_slots([c.id for c in present], want["count"])
-        if empty and len(present) < want["count"]:
-            parts.append("socket %s empty" % ", ".join(empty))
-        if wrong:
-            parts.append("%s is %s" % (", ".join(_slot(c) for c in wrong), wrong[0].model or "unreported"))
-        return failed("; ".join(parts),
-                      "open the node and check the CPU sockets; the SKU needs %d × %s" % (want["count"], want["model"]),
-                      expected=want, observed=observed)
-    cores = want.get("cores")
-    if cores:
-        low = [c for c in present if c.extra.get("cores") is not None and c.extra.get("cores") < cores]
+
+    def evaluate(cpus):
+        present = _present(cpus)
+        # A BMC that reports no model (DGX H100 Processors Model null) is not a mismatch: the count is checked.
+        wrong = [c for c in present if c.model and not model_matches(want["model"], c.model)]
+        unreported = [c for c in present if not c.model]
+        observed = {"count": len(present), "models": sorted({c.model or "unreported" for c in present})}
+        if len(present) != want["count"] or wrong:
+            parts = ["expected %d × %s, found %d" % (want["count"], want["model"], len(present))]
+            empty = [_slot(c) for c in _absent(cpus)] or missing_slots([c.id for c in present], want["count"])
+            if empty and len(present) < want["count"]:
+                parts.append("socket %s empty" % ", ".join(empty))
+            if wrong:
+                parts.append("%s is %s" % (", ".join(_slot(c) for c in wrong), wrong[0].model))
+            return failed("; ".join(parts), "open the node and check the CPU sockets; the SKU needs %d × %s"
+                          % (want["count"], want["model"]), expected=want, observed=observed)
+        cores = want.get("cores")
+        low = [c for c in present if cores and isinstance(c.extra.get("TotalCores"), int)
+               and c.extra["TotalCores"] < cores]
         if low:
-            return failed("%s reports %s cores, expected %d" % (_slot(low[0]), low[0].extra.get("cores"), cores),
-                          "check BIOS core disablement settings or replace the CPU", expected=want, observed=observed)
-    return passed(expected=want, observed=observed)
+            return failed("%s reports %d cores, expected %d" % (_slot(low[0]), low[0].extra["TotalCores"], cores),
+                          "check the BIOS core-disable settings, or replace the CPU", expected=want,
+                          observed=observed)
+        return passed(expected=want, observed=observed,
+                      reason="model not reported by the BMC for %s; count checked" %
+                      ", ".join(_slot(c) for c in unreported) if unreported else "")
+
+    return _tolerate_gaps(_per_system(ctx, ctx.inv.of_kind("cpu"), evaluate), ctx.inv, ("processors",),
+                          "Processors")
 
 
 def check_memory(ctx):
-    gap = _unreadable(ctx.inv, ("Memory",), "Memory")
-    if gap:
-        return gap
     want = ctx.bom["memory"]
-    dimms = ctx.inv.of_kind("dimm")
-    present = [d for d in _present(dimms) if (d.memory_gib or 0) > 0]
-    total = sum(d.memory_gib or 0 for d in present)
-    observed = {"dimm_count": len(present), "total_gib": round(total, 2)}
-    problems = []
-    if len(present) != want["dimm_count"]:
-        problems.append("expected %d DIMMs, found %d" % (want["dimm_count"], len(present)))
-    if abs(total - want["total_gib"]) > MEMORY_TOLERANCE * max(want["total_gib"], 1):
-        problems.append("%s GiB total, expected %s GiB" % (_fmt_gib(total), _fmt_gib(want["total_gib"])))
     size = want.get("dimm_size_gib")
-    if size:
-        odd = [d for d in present if abs((d.memory_gib or 0) - size) > MEMORY_TOLERANCE * size]
-        if odd:
-            problems.append("%s is %s GiB, expected %s GiB" % (_slot(odd[0]), _fmt_gib(odd[0].memory_gib),
-                                                                _fmt_gib(size)))
-    if problems:
-        empty = [_slot(d) for d in dimms if d not in present]
-        if empty and len(present) < want["dimm_count"]:
-            problems.append("slot %s empty" % ", ".join(empty[:8]) + (" (+%d more)" % (len(empty) - 8)
-                                                                       if len(empty) > 8 else ""))
-        return failed("; ".join(problems),
-                      "reseat or replace the DIMMs named; the SKU needs %d × %s GiB (%s GiB)"
-                      % (want["dimm_count"], _fmt_gib(size or want["total_gib"] / max(want["dimm_count"], 1)),
-                         _fmt_gib(want["total_gib"])),
-                      expected=want, observed=observed)
-    return passed(expected=want, observed=observed)
+
+    def evaluate(dimms):
+        present = [d for d in _present(dimms) if (d.memory_gib or 0) > 0]
+        total = sum(d.memory_gib or 0 for d in present)
+        observed = {"dimm_count": len(present), "total_gib": round(total, 2)}
+        problems = []
+        if len(present) != want["dimm_count"]:
+            problems.append("expected %d DIMMs, found %d" % (want["dimm_count"], len(present)))
+        if abs(total - want["total_gib"]) > MEMORY_TOLERANCE * max(want["total_gib"], 1):
+            problems.append("%s GiB total, expected %s GiB" % (_fmt_gib(total), _fmt_gib(want["total_gib"])))
+        if size:
+            odd = [d for d in present if abs((d.memory_gib or 0) - size) > MEMORY_TOLERANCE * size]
+            if odd:
+                problems.append("%s is %s GiB, expected %s GiB" % (_slot(odd[0]), _fmt_gib(odd[0].memory_gib),
+                                                                    _fmt_gib(size)))
+        if problems:
+            empty = [_slot(d) for d in dimms if d not in present]
+            if empty and len(present) < want["dimm_count"]:
+                problems.append("slot %s empty" % ", ".join(empty[:8]) + (" (+%d more)" % (len(empty) - 8)
+                                                                           if len(empty) > 8 else ""))
+            return failed("; ".join(problems),
+                          "reseat or replace the DIMMs named; the SKU needs %d × %s GiB (%s GiB)"
+                          % (want["dimm_count"], _fmt_gib(size or want["total_gib"] / max(want["dimm_count"], 1)),
+                             _fmt_gib(want["total_gib"])),
+                          expected=want, observed=observed)
+        return passed(expected=want, observed=observed)
+
+    return _tolerate_gaps(_per_system(ctx, ctx.inv.of_kind("dimm"), evaluate), ctx.inv, ("memory",), "Memory")
 
 
 def check_gpus(ctx):
-    gap = _unreadable(ctx.inv, ("GPU", "PCIeDevices", "Processors"), "GPU inventory")
-    if gap:
-        return gap
+    return _tolerate_gaps(_check_gpus(ctx), ctx.inv, ("processors", "pcie"), "the GPU inventory")
+
+
+def _check_gpus(ctx):
     want = ctx.bom["gpus"]
     count = want["count"]
     gpus = ctx.inv.of_kind("gpu")
@@ -544,9 +633,10 @@ def check_gpu_pcie_links(ctx):
 
 
 def check_nics(ctx):
-    gap = _unreadable(ctx.inv, ("NetworkAdapters",), "NetworkAdapters")
-    if gap:
-        return gap
+    return _tolerate_gaps(_check_nics(ctx), ctx.inv, ("network_adapters", "network_ports"), "NetworkAdapters")
+
+
+def _check_nics(ctx):
     wanted = ctx.bom.get("nics") or []
     nics = _present(ctx.inv.of_kind("nic") + ctx.inv.of_kind("dpu"))
     observed = [{"id": n.id, "model": n.model, "ports": n.ports, "speed_gbps": n.speed_gbps} for n in nics]
@@ -581,24 +671,29 @@ def check_nics(ctx):
 
 
 def check_nvme(ctx):
-    gap = _unreadable(ctx.inv, ("Storage", "Drives"), "Storage")
-    if gap:
-        return gap
+    return _tolerate_gaps(_check_nvme(ctx), ctx.inv, ("storage", "drives"), "Storage")
+
+
+def _check_nvme(ctx):
     want = ctx.bom.get("nvme")
-    drives = _present(ctx.inv.of_kind("nvme"))
-    observed = {"count": len(drives), "models": sorted({d.model or "unknown" for d in drives})}
+    models = _models(want or {})
+    # Drives whose protocol the BMC does not report (Supermicro: Protocol null) count when the model is the SKU's.
+    drives = _unique(_present(ctx.inv.of_kind("nvme") + [d for d in ctx.inv.of_kind("drive")
+                                                         if any(model_matches(m, d.model) for m in models)]))
+    observed = {"count": len(drives), "models": sorted({d.model or "unreported" for d in drives})}
     if not want:
         return passed(observed=observed, reason="SKU declares no NVMe drives")
     problems = []
     if len(drives) != want["count"]:
         problems.append("expected %d NVMe drives, found %d" % (want["count"], len(drives)))
-    if want.get("model"):
-        wrong = [d for d in drives if not model_matches(want["model"], d.model)]
+    if models:
+        wrong = [d for d in drives if d.model and not any(model_matches(m, d.model) for m in models)]
         if wrong:
-            problems.append("%s is %s, expected %s" % (_slot(wrong[0]), wrong[0].model or "unreported",
-                                                       want["model"]))
+            problems.append("%s is %s, expected %s" % (_slot(wrong[0]), wrong[0].model, " or ".join(models)))
     if want.get("capacity_gb"):
+        # The capacity is the primary model's (GB200: 8 × 3.84 TB data drives; the M.2 boot drive is smaller).
         small = [d for d in drives if d.capacity_gb is not None
+                 and (not want.get("model") or model_matches(want["model"], d.model))
                  and d.capacity_gb < want["capacity_gb"] * (1 - NVME_CAPACITY_TOLERANCE)]
         if small:
             problems.append("%s holds %.0f GB, expected %.0f GB" % (_slot(small[0]), small[0].capacity_gb,
@@ -610,10 +705,12 @@ def check_nvme(ctx):
 
 
 def check_psus(ctx):
-    gap = _unreadable(ctx.inv, ("Power",), "power supplies")
+    want = ctx.bom.get("psus")
+    if want and want["count"] == 0:
+        return passed(reason="the SKU's power supplies are not managed by this BMC (count 0)")
+    gap = _unreadable(ctx.inv, ("psu",), "power supplies")
     if gap:
         return gap
-    want = ctx.bom.get("psus")
     psus = ctx.inv.of_kind("psu")
     present = _present(psus)
     sick = [p for p in present if p.health in ("Warning", "Critical")]
@@ -635,7 +732,7 @@ def check_psus(ctx):
 
 
 def check_fans_thermal(ctx):
-    gap = _unreadable(ctx.inv, ("Thermal", "Fans", "Sensors"), "fans and thermal sensors")
+    gap = _unreadable(ctx.inv, ("fans", "readings"), "fans and thermal sensors")
     if gap:
         return gap
     want = ctx.bom.get("fans") or {}
@@ -657,10 +754,11 @@ def check_fans_thermal(ctx):
     for r in temps:
         if r.value is not None and r.upper_critical is not None and r.value >= r.upper_critical:
             problems.append("%s at %.0f °C, critical %.0f °C" % (r.name or r.id, r.value, r.upper_critical))
-        elif r.health == "Critical":
+        elif r.health == "Critical" and r.value is not None:
+            # A sensor without a reading (State Absent: no transceiver in the port) says nothing about heat.
             problems.append("%s health Critical" % (r.name or r.id))
     for r in ctx.inv.readings:
-        if r.kind in ("leak",) and (r.health in ("Warning", "Critical") or (r.value or 0) > 0):
+        if r.kind == "leak" and r.health in ("Warning", "Critical"):
             problems.append("leak detector %s reports a leak" % (r.name or r.id))
     observed = {"fans": n_fans, "temperature_sensors": len(temps)}
     if problems:
@@ -722,7 +820,7 @@ def _entry_time(created):
 
 
 def check_sel_clean(ctx):
-    gap = _unreadable(ctx.inv, ("LogServices", "SEL", "Entries"), "the SEL")
+    gap = _unreadable(ctx.inv, ("sel",), "the SEL")
     if gap:
         return gap
     cutoff = ctx.sel_cutoff
@@ -750,7 +848,7 @@ def check_sel_clean(ctx):
 
 
 def check_firmware_inventory(ctx):
-    gap = _unreadable(ctx.inv, ("FirmwareInventory", "UpdateService"), "FirmwareInventory")
+    gap = _unreadable(ctx.inv, ("firmware",), "FirmwareInventory")
     if gap:
         return gap
     items = ctx.inv.firmware
@@ -788,9 +886,8 @@ _RESTART = ("ForceRestart", "GracefulRestart", "PowerCycle")
 
 def _reset_types(ctx):
     caps = ctx.inv.capabilities or {}
-    for key in ("reset_types", "ResetType", "system_reset_types"):
-        if caps.get(key):
-            return list(caps[key]), caps.get("reset_target")
+    if caps.get("power_actions"):
+        return list(caps["power_actions"]), caps.get("power_target")
     system = _main_system(ctx)
     if system:
         for key in ("reset_types", "reset_allowable_values"):
@@ -800,18 +897,24 @@ def _reset_types(ctx):
 
 
 def check_power_control(ctx):
+    gap = _unreadable(ctx.inv, ("capabilities",), "the Reset action's ActionInfo")
+    if gap:
+        return gap
     types, target = _reset_types(ctx)
     if not types:
         return failed("Systems/%s advertises no ComputerSystem.Reset action" % ((_main_system(ctx) or {}).get("id")),
                       "update the BMC firmware; without Redfish power control provisioning cannot boot the node "
                       "into its ephemeral runtime")
-    lacking = [what for what, options in (("power on", _ON), ("power off", _OFF), ("restart", _RESTART))
+    # Restart can be composed from off + on (HPE Cray EX offers On, ForceOff, Off only).
+    lacking = [what for what, options in (("power on", _ON), ("power off", _OFF + ("Off",)))
                if not any(t in types for t in options)]
     if lacking:
         return failed("ComputerSystem.Reset offers %s, no way to %s" % (", ".join(types), " or ".join(lacking)),
                       "update the BMC firmware so ComputerSystem.Reset supports On, ForceOff and ForceRestart",
                       observed=types)
-    return passed(observed={"reset_types": types, "target": target})
+    restart = any(t in types for t in _RESTART)
+    return passed(observed={"reset_types": types, "target": target},
+                  reason="" if restart else "no restart type; a restart is done as power off then on")
 
 
 CHECK_FUNCTIONS = {
@@ -1027,12 +1130,13 @@ def _host_port(url):
 
 
 def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=None, client_factory=None,
-                 reader=None, registries=None):
+                 reader=None, registries=None, probe=tcp_reachable):
     """Observe one node over the network; never raises for the node's own problems.
 
     ``endpoint``/``entry`` from :func:`resolve_endpoint`; ``client_factory``: callable
     with :class:`RedfishClient`'s signature (tests inject one); ``reader``:
-    ``callable(client) -> NodeInventory`` (default ``_redfish_inventory.read_inventory``).
+    ``callable(client) -> NodeInventory`` (default ``_redfish_inventory.read_inventory``);
+    ``probe``: ``callable(host, port, timeout_s) -> (ok, reason)`` (default a TCP connect).
     Each step's failure lands in ``Observation.errors`` and the later steps are
     skipped, so the checks become ``fail``/``blocked`` with that reason.  Returns
     ``(Observation, warnings)``; warnings are strings without secrets.
@@ -1041,7 +1145,7 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
     obs = Observation(endpoint=endpoint, discovery=discovery, lease_source=lease_source)
     warnings = []
     host, port = _host_port(endpoint["url"])
-    obs.reachable = tcp_reachable(host, port, settings.connect_timeout)
+    obs.reachable = probe(host, port, settings.connect_timeout)
     if not obs.reachable[0]:
         obs.elapsed_s = time.monotonic() - started
         return obs, warnings
@@ -1060,8 +1164,9 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
         try:
             client.open()
         except SymphonyError as exc:
+            obs.service_root = getattr(client, "service_root", None)
             step = "login"
-            if getattr(client, "service_root", None) is None and type(exc).__name__ != "RedfishAuthError":
+            if obs.service_root is None and type(exc).__name__ != "RedfishAuthError":
                 step = "service_root"
             obs.errors[step] = str(exc)
             return obs, warnings

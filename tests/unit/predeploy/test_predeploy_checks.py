@@ -58,9 +58,10 @@ def clean_inventory(manifest):
     return NodeInventory(
         service={"vendor": "Supermicro"},
         systems=[{"id": "1", "manufacturer": "Supermicro", "model": "SYS-821GE-TNHR", "serial": "S454857X3A01234",
-                  "health": "OK", "power_state": "On",
-                  "reset_types": ["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart",
-                                  "Nmi", "ForceOn"]}],
+                  "health": "OK", "power_state": "On"}],
+        capabilities={"power_actions": ["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart",
+                                        "Nmi", "ForceOn"], "power_target": "/redfish/v1/Systems/1/Actions/"
+                                                                           "ComputerSystem.Reset"},
         chassis=[{"id": "1", "serial": "C8010MM21A30102", "health": "OK", "model": "X13DEG-OAD"}],
         managers=[{"id": "1", "firmware_version": "01.01.01"}],
         components=comps, firmware=firmware,
@@ -228,11 +229,11 @@ def test_memory_psu_fan_health_nic_nvme(manifest):
 def test_wrong_system_model_and_power_control(manifest):
     obs = observation(manifest)
     obs.inventory.systems[0]["model"] = "SYS-421GE-TNRT"
-    obs.inventory.systems[0]["reset_types"] = ["On", "GracefulShutdown"]
+    obs.inventory.capabilities["power_actions"] = ["On", "GracefulRestart"]
     res, _ = run(manifest, obs)
     assert res["system_model"].reason == ("Systems/1 reports model 'SYS-421GE-TNRT', expected 'SYS-821GE-TNHR' "
                                           "(SKU hgx_h100_supermicro)")
-    assert res["power_control"].reason == "ComputerSystem.Reset offers On, GracefulShutdown, no way to restart"
+    assert res["power_control"].reason == "ComputerSystem.Reset offers On, GracefulRestart, no way to power off"
 
 
 def test_firmware_inventory_missing_component(manifest):
@@ -245,11 +246,11 @@ def test_firmware_inventory_missing_component(manifest):
 
 def test_incomplete_inventory_is_not_absent(manifest):
     obs = observation(manifest)
-    obs.inventory.incomplete = [{"path": "/redfish/v1/Chassis/1/PCIeDevices", "reason": "HTTP 500"}]
+    obs.inventory.incomplete = [{"part": "pcie", "uri": "/redfish/v1/Chassis/1/PCIeDevices", "reason": "HTTP 500"}]
     obs.inventory.components = [c for c in obs.inventory.components if c.kind != "gpu"]
     res, _ = run(manifest, obs)
-    assert res["gpus"].reason == ("GPU inventory could not be read from the BMC: /redfish/v1/Chassis/1/PCIeDevices: "
-                                  "HTTP 500")
+    assert res["gpus"].reason == ("the GPU inventory could not be read completely (/redfish/v1/Chassis/1/PCIeDevices: "
+                                  "HTTP 500); what was read: expected 8 × H100 80GB HBM3, found 0")
 
 
 def test_service_root_validation():
