@@ -953,6 +953,36 @@ class RedfishClient:
         return added
 
 
+# --------------------------------------------------------------------------- Ansible glue
+def redfish_argument_spec():
+    """The argument spec of the ``symphony.cluster.redfish`` doc fragment (keep them in step)."""
+    from ansible.module_utils.basic import env_fallback
+    return {
+        "bmc_url": {"type": "str", "required": True},
+        "username": {"type": "str", "required": True},
+        "password": {"type": "str", "required": True, "no_log": True,
+                     "fallback": (env_fallback, ["SYMPHONY_BMC_PASSWORD"])},
+        "auth": {"type": "str", "default": "auto", "choices": ["session", "basic", "auto"]},
+        "validate_certs": {"type": "bool", "default": True},
+        "ca_path": {"type": "path"},
+        "connect_timeout": {"type": "float", "default": 5},
+        "read_timeout": {"type": "float", "default": 30},
+        "retries": {"type": "int", "default": 3},
+        "max_concurrency": {"type": "int", "default": 4},
+        "registry_dir": {"type": "path"},
+    }
+
+
+def client_from_params(params, registries=None):
+    """A :class:`RedfishClient` from module params of :func:`redfish_argument_spec` (not opened)."""
+    return RedfishClient(
+        params["bmc_url"], params["username"], params["password"], verify=params.get("validate_certs", True),
+        ca_path=params.get("ca_path"), connect_timeout=params.get("connect_timeout", 5),
+        read_timeout=params.get("read_timeout", 30), retries=params.get("retries", 3),
+        max_concurrency=params.get("max_concurrency", 4), auth=params.get("auth", "auto"),
+        registries=registries, registry_dir=params.get("registry_dir"))
+
+
 # --------------------------------------------------------------------------- module helpers
 def _short(exc):
     text = str(exc)

@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    """Connection and authentication options of every module that talks to a BMC over Redfish."""
+
+    DOCUMENTATION = r"""
+options:
+  bmc_url:
+    description:
+      - The BMC, as C(https://host[:port]) (a bare host gets C(https://); a trailing C(/redfish/v1) is accepted).
+    type: str
+    required: true
+  username:
+    description: BMC user name.
+    type: str
+    required: true
+  password:
+    description:
+      - BMC password. Never logged, never returned, never written to the ledger.
+      - Defaults to the E(SYMPHONY_BMC_PASSWORD) environment variable.
+    type: str
+    required: true
+  auth:
+    description:
+      - V(session) creates a Redfish session (X-Auth-Token) and always deletes it at the end.
+      - V(basic) sends HTTP Basic credentials with every request.
+      - V(auto) tries a session and falls back to Basic when the BMC cannot create one (for example
+        C(SessionLimitExceeded)), with a warning.
+    type: str
+    choices: [session, basic, auto]
+    default: auto
+  validate_certs:
+    description:
+      - Verify the BMC's TLS certificate. Turning this off is reported as a warning.
+    type: bool
+    default: true
+  ca_path:
+    description: A CA bundle file (or directory) to verify the BMC's certificate with.
+    type: path
+  connect_timeout:
+    description: Seconds to wait for a TCP/TLS connection to the BMC, per request.
+    type: float
+    default: 5
+  read_timeout:
+    description: Seconds to wait for the BMC's answer, per request.
+    type: float
+    default: 30
+  retries:
+    description:
+      - Re-sends after a connection error, a timeout, HTTP 408, 429 or 5xx (GETs; POST/PATCH only when the
+        request was not processed), with exponential backoff or the BMC's C(Retry-After).
+    type: int
+    default: 3
+  max_concurrency:
+    description: At most this many requests in flight to one BMC at once.
+    type: int
+    default: 4
+  registry_dir:
+    description:
+      - A directory of Redfish message registry JSON files (for example DMTF C(Base.1.22.1.json)) used to turn
+        C(MessageId)s in BMC errors into messages. sushy's bundled Base registries are always used as well.
+    type: path
+"""
