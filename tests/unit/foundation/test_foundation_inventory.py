@@ -1,0 +1,180 @@
+"""The symphony.cluster.twin inventory plugin: verify_file, groups, gate groups, constructed options, cache."""
+
+import json
+import os
+import shutil
+
+import pytest
+import yaml
+
+from ansible_collections.symphony.cluster.plugins.inventory import twin as twin_plugin
+from ansible_collections.symphony.cluster.plugins.module_utils import _gate_ops
+
+NAME = "symphony.cluster.twin"
+
+
+@pytest.fixture(scope="module")
+def plugin_factory():
+    """Register the plugin's options with Ansible's config the way the plugin loader does, then build plugins."""
+    from ansible import constants as C
+    from ansible.plugins.loader import fragment_loader, init_plugin_loader, inventory_loader
+    from ansible.utils.plugin_docs import add_fragments
+
+    init_plugin_loader()
+    doc = yaml.safe_load(twin_plugin.DOCUMENTATION)
+    add_fragments(doc, twin_plugin.__file__, fragment_loader=fragment_loader, is_module=False)
+    C.config.initialize_plugin_configuration_definitions("inventory", NAME, doc["options"])
+
+    def make():
+        plugin = twin_plugin.InventoryModule()
+        inventory_loader._update_object(obj=plugin, name=NAME, path=twin_plugin.__file__, resolved=NAME)
+        return plugin
+    return make
+
+
+@pytest.fixture
+def parse(plugin_factory):
+    from ansible.inventory.data import InventoryData
+    from ansible.parsing.dataloader import DataLoader
+
+    def run(path, cache=True):
+        inventory = InventoryData()
+        plugin = plugin_factory()
+        plugin.parse(inventory, DataLoader(), str(path), cache=cache)
+        if getattr(plugin, "_cache", None):
+            plugin.update_cache_if_changed()  # what InventoryManager.parse_source does after parse()
+        return inventory
+    return run
+
+
+@pytest.fixture
+def demo(tmp_path, repo_root):
+    """A copy of the demo twin with a ledger in tmp_path (so the user's default ledger is never read)."""
+    data = yaml.safe_load((repo_root / "inventories" / "demo" / "demo.twin.yml").read_text())
+    data["sku_dir"] = str(repo_root / "skus")
+    data["ledger"] = str(tmp_path / "ledger.sqlite")
+
+    def write(**changes):
+        doc = dict(data, **changes)
+        path = tmp_path / "demo.twin.yml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
+    return write
+
+
+def _members(inventory, group):
+    return sorted(h.name for h in inventory.groups[group].get_hosts())
+
+
+def test_verify_file(plugin_factory, tmp_path):
+    plugin = plugin_factory()
+    for name, ok in (("site.twin.yml", True), ("site.twin.yaml", True), ("site.yml", False), ("twin.yml", False)):
+        path = tmp_path / name
+        path.write_text("plugin: symphony.cluster.twin\n")
+        assert plugin.verify_file(str(path)) is ok, name
+
+
+def test_demo_groups_and_hostvars(parse, demo):
+    inventory = parse(demo())
+    assert len(inventory.hosts) == 18
+    assert _members(inventory, "spares") == ["gpu-r02-u42", "gpu-r02-u47"]
+    assert len(_members(inventory, "rack_r01")) == 8 and len(_members(inventory, "rack_r02")) == 10
+    assert len(_members(inventory, "site_demo")) == len(_members(inventory, "sku_hgx_h100_supermicro")) == 18
+    assert len(_members(inventory, "stage_racked")) == 18  # empty ledger: nobody gated yet
+    assert len(_members(inventory, "fabric_leaf_rail3")) == 18  # keyed_groups from the demo file
+    host = inventory.get_host("gpu-r01-u12")
+    hostvars = host.get_vars()
+    assert hostvars["symphony_bmc_address"] == "10.10.1.22" and hostvars["ansible_host"] == "10.20.1.22"
+    assert hostvars["symphony_twin"]["serial"] == "C8010MM21A30112" and hostvars["symphony_profile"] == "lab"
+    expected = inventory.groups["sku_hgx_h100_supermicro"].get_vars()["symphony_expected"]
+    assert expected["system"]["model"] == "SYS-821GE-TNHR" and expected["bom"]["gpus"]["count"] == 8
+
+
+def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
+    ledger = str(tmp_path / "ledger.sqlite")
+    rec = {"ledger": ledger, "optional": [], "waive": []}
+    _gate_ops.gate_record(dict(rec, node="gpu-r01-u02", stage="pre_deployment", run_id="r1",
+                               checks=[{"name": "bmc_login", "status": "pass"}]), False)
+    _gate_ops.gate_record(dict(rec, node="gpu-r01-u02", stage="provisioning", run_id="r2",
+                               checks=[{"name": "firmware", "status": "fail", "reason": "BIOS 1.3 != 1.4"}]), False)
+    _gate_ops.gate_record(dict(rec, node="gpu-r01-u07", stage="pre_deployment", run_id="r3",
+                               checks=[{"name": "bmc_reachable", "status": "fail", "reason": "timed out"},
+                                       {"name": "bmc_login", "status": "pass", "depends_on": ["bmc_reachable"]}]),
+                        False)
+    inventory = parse(demo())
+    assert _members(inventory, "stage_provisioning") == ["gpu-r01-u02"]
+    assert _members(inventory, "stage_pre_deployment") == ["gpu-r01-u07"]
+    assert _members(inventory, "gate_fail") == ["gpu-r01-u02", "gpu-r01-u07"]
+    assert len(_members(inventory, "stage_racked")) == 16
+    hostvars = inventory.get_host("gpu-r01-u02").get_vars()
+    assert (hostvars["symphony_stage"], hostvars["symphony_gate"]) == ("provisioning", "fail")
+    assert hostvars["symphony_gate_reason"] == "firmware: BIOS 1.3 != 1.4"
+
+
+def test_compose_groups_keyed_groups(parse, demo):
+    inventory = parse(demo(
+        compose={"bmc_url": "'https://' ~ symphony_bmc_address", "gpu_count": "symphony_expected.bom.gpus.count"},
+        groups={"upper_half": "symphony_twin.u > 20"},
+        keyed_groups=[{"key": "symphony_twin.rack_location", "prefix": "loc"}]))
+    hostvars = inventory.get_host("gpu-r02-u47").get_vars()
+    assert hostvars["bmc_url"] == "https://10.10.2.57" and hostvars["gpu_count"] == 8
+    assert len(_members(inventory, "upper_half")) == 8 + 2  # u22..u37 in both racks, plus the two spares
+    assert "loc_demo_hall_A__row_1__position_1" in inventory.groups
+
+
+def test_strict_reports_bad_expressions(parse, demo):
+    from ansible.errors import AnsibleError
+    parse(demo(compose={"x": "symphony_nope.y"}))  # not strict: skipped
+    with pytest.raises(AnsibleError, match="Could not set x for host"):
+        parse(demo(compose={"x": "symphony_nope.y"}, strict=True))
+
+
+def test_separate_twin_file_and_cache(parse, demo, tmp_path, repo_root):
+    twin = yaml.safe_load((repo_root / "inventories" / "demo" / "demo.twin.yml").read_text())
+    (tmp_path / "fleet.yml").write_text(yaml.safe_dump({k: twin[k] for k in ("twin_version", "sites")}))
+    source = tmp_path / "cached.twin.yml"
+    source.write_text(yaml.safe_dump({
+        "plugin": NAME, "twin": "fleet.yml", "sku_dir": str(repo_root / "skus"),
+        "ledger": str(tmp_path / "ledger.sqlite"), "cache": True, "cache_plugin": "ansible.builtin.jsonfile",
+        "cache_connection": str(tmp_path / "cache")}))
+    assert len(parse(source, cache=False).hosts) == 18  # cache=False: refresh and write the cache
+    assert os.listdir(tmp_path / "cache")
+    os.remove(tmp_path / "fleet.yml")  # served from the cache now
+    assert len(parse(source, cache=True).hosts) == 18
+    shutil.rmtree(tmp_path / "cache")
+    from ansible.errors import AnsibleParserError
+    with pytest.raises(AnsibleParserError, match="fleet.yml: cannot read file"):
+        parse(source, cache=True)
+
+
+def test_bad_twin_fails_whole_source(parse, demo):
+    from ansible.errors import AnsibleParserError
+    path = demo()
+    data = yaml.safe_load(path.read_text())
+    data["sites"][0]["racks"][1]["nodes"][3]["sku"] = "hgx_b300"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(AnsibleParserError) as err:
+        parse(path)
+    assert "$.sites[0].racks[1].nodes[3] (gpu-r02-u17).sku: unknown SKU 'hgx_b300'" in str(err.value)
+    data["sites"][0]["racks"][1]["nodes"][3]["sku"] = "hgx_h100_supermicro"
+    data["site"] = "typo"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(AnsibleParserError, match="unknown top-level key.s. site: neither an option"):
+        parse(path)
+
+
+def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
+    """The documented command, end to end: `ansible-inventory -i inventories/demo/demo.twin.yml --graph`."""
+    import subprocess
+    import sys
+    env = dict(os.environ, ANSIBLE_CONFIG=str(repo_root / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(repo_root / "build" / "collections"),
+               SYMPHONY_LEDGER=str(tmp_path / "ledger.sqlite"))
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i",
+                          "inventories/demo/demo.twin.yml", "--list"], cwd=repo_root, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    listing = json.loads(out.stdout)
+    assert listing["spares"]["hosts"] == ["gpu-r02-u42", "gpu-r02-u47"]
+    assert len(listing["stage_racked"]["hosts"]) == 18
+    assert "Failed to parse" not in out.stderr

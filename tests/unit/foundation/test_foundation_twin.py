@@ -1,0 +1,111 @@
+"""Twin validation: the demo twin, planned addresses, and every error naming file, node and JSON path."""
+
+import copy
+
+import pytest
+
+from ansible_collections.symphony.cluster.plugins.module_utils import _twin
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
+from ansible_collections.symphony.cluster.plugins.module_utils._twin_inventory import TWIN_KEYS
+
+SKUS = ("hgx_h100_supermicro", "dgx_h100")
+
+
+def _node(host, u, serial, mac, **extra):
+    return dict({"hostname": host, "u": u, "sku": "hgx_h100_supermicro", "serial": serial, "bmc_mac": mac}, **extra)
+
+
+@pytest.fixture
+def doc():
+    return {"twin_version": 1, "sites": [{"name": "s1", "racks": [
+        {"name": "r01", "bmc_subnet": "10.10.1.0/24", "bmc_first_host": 10, "nodes": [
+            _node("n1", 2, "S1", "3c:ec:ef:11:02:01"),
+            _node("n2", 7, "S2", "3C-EC-EF-11-07-01", inband_address="10.20.1.17")]},
+        {"name": "r02", "bmc_subnet": "10.10.2.0/28", "nodes": [
+            _node("n3", 4, "S3", "3c:ec:ef:12:04:01", spare=True)]}]}]}
+
+
+def _error(data, path="site.twin.yml"):
+    with pytest.raises(TwinError) as err:
+        _twin.validate_twin(data, path, known_skus=SKUS)
+    return str(err.value)
+
+
+def test_demo_twin(repo_root):
+    path = str(repo_root / "inventories" / "demo" / "demo.twin.yml")
+    data = load_yaml_file(path, TwinError)
+    twin = _twin.validate_twin({k: data[k] for k in TWIN_KEYS if k in data}, path, known_skus=SKUS)
+    assert len(twin.nodes) == 18 and twin.spares() == ["gpu-r02-u42", "gpu-r02-u47"]
+    node = twin.nodes["gpu-r01-u02"]
+    # 10.10.1.0/24 + bmc_first_host 10 + U2
+    assert (node["bmc_address"], node["bmc_address_planned"], node["rack"]) == ("10.10.1.12", True, "r01")
+    assert twin.nodes["gpu-r02-u47"]["bmc_address"] == "10.10.2.57"
+    assert len(twin.links()) == 18 * 8
+    assert twin.sku_dir == str(repo_root / "skus")
+
+
+def test_planned_addresses_are_deterministic(doc):
+    twin = _twin.validate_twin(doc, "t.twin.yml", known_skus=SKUS)
+    assert [twin.nodes[h]["bmc_address"] for h in ("n1", "n2", "n3")] == ["10.10.1.12", "10.10.1.17", "10.10.2.4"]
+    assert twin.nodes["n2"]["bmc_mac"] == "3c:ec:ef:11:07:01"  # normalised
+    assert _twin.planned_bmc_address("10.0.0.0/24", 0, 1) == "10.0.0.1"
+    assert _twin.planned_bmc_address("10.0.0.0/24", 200, 54) == "10.0.0.254"
+    with pytest.raises(TwinError, match="U55 with bmc_first_host 200 falls outside 10.0.0.0/24"):
+        _twin.planned_bmc_address("10.0.0.0/24", 200, 55)  # would be the broadcast address
+
+
+def test_unknown_sku(doc):
+    doc["sites"][0]["racks"][0]["nodes"][1]["sku"] = "hgx_b300"
+    assert _error(doc) == ("site.twin.yml: $.sites[0].racks[0].nodes[1] (n2).sku: unknown SKU 'hgx_b300' "
+                           "(known: dgx_h100, hgx_h100_supermicro)")
+
+
+def test_duplicate_mac_serial_hostname(doc):
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][1]["nodes"][0]["bmc_mac"] = "3C:EC:EF:11:02:01"
+    assert _error(d) == ("site.twin.yml: $.sites[0].racks[1].nodes[0] (n3).bmc_mac: "
+                         "bmc_mac 3c:ec:ef:11:02:01 is taken twice (also n1)")
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][1]["nodes"][0]["serial"] = "S2"
+    assert _error(d) == "site.twin.yml: $.sites[0].racks[1].nodes[0] (n3).serial: serial S2 is taken twice (also n2)"
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][1]["nodes"][0]["hostname"] = "n1"
+    assert _error(d) == ("site.twin.yml: $.sites[0].racks[1].nodes[0] (n1): duplicate hostname 'n1' "
+                         "(also at $.sites[0].racks[0].nodes[0])")
+
+
+def test_addresses_outside_subnet_or_taken_twice(doc):
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][0]["nodes"][0]["bmc_address"] = "10.10.2.12"
+    assert _error(d) == ("site.twin.yml: $.sites[0].racks[0].nodes[0] (n1).bmc_address: "
+                         "bmc_address 10.10.2.12 is outside the rack subnet 10.10.1.0/24")
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][0]["nodes"][1]["bmc_address"] = "10.10.1.12"  # n1's planned address
+    assert _error(d) == ("site.twin.yml: $.sites[0].racks[0].nodes[1] (n2).bmc_address: "
+                         "bmc_address 10.10.1.12 is taken twice (also n1)")
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][1]["nodes"][0]["u"] = 20  # /28 has 14 hosts
+    assert _error(d) == ("site.twin.yml: $.sites[0].racks[1].nodes[0] (n3).u: "
+                         "U20 with bmc_first_host 0 falls outside 10.10.2.0/28")
+
+
+def test_malformed_mac_and_schema_paths(doc):
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][0]["nodes"][1]["bmc_mac"] = "3c:ec:ef:11:07"
+    assert _error(d) == ("site.twin.yml: $.sites[0].racks[0].nodes[1] (n2).bmc_mac: "
+                         "malformed MAC address '3c:ec:ef:11:07'")
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][0]["nodes"][0]["u"] = "two"
+    assert _error(d) == "site.twin.yml: $.sites[0].racks[0].nodes[0].u: 'two' is not of type 'integer'"
+    d = copy.deepcopy(doc)
+    del d["sites"][0]["racks"][1]["nodes"][0]["serial"]
+    assert _error(d) == "site.twin.yml: $.sites[0].racks[1].nodes[0]: 'serial' is a required property"
+    d = copy.deepcopy(doc)
+    d["sites"][0]["racks"][0]["bmc_subnet"] = "10.10.1.0/33"
+    assert _error(d) == "site.twin.yml: $.sites[0].racks[0].bmc_subnet: '10.10.1.0/33' is not a network"
+
+
+def test_two_nodes_in_one_u(doc):
+    doc["sites"][0]["racks"][0]["nodes"][1]["u"] = 2
+    assert _error(doc) == "site.twin.yml: $.sites[0].racks[0].nodes[1] (n2): U2 already holds n1"
