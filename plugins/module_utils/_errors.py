@@ -69,3 +69,7 @@ class ToolNotFoundError(SymphonyError):
 
 class RedfishError(SymphonyError):
     """Base for Redfish transport and protocol errors (see ``_redfish``)."""
+
+
+class SchedulerError(SymphonyError):
+    """The cluster's scheduler (Slurm, Kubernetes) refused or failed a request; ``where`` names the job or node."""
