@@ -34,9 +34,16 @@ from ansible_collections.symphony.cluster.plugins.module_utils._discovery import
     read_leases,
     tcp_reachable,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
+    RedfishError,
+    SymphonyError,
+    ValidationError,
+)
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet import run_batch
+from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import FirmwareItem
 from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
 from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import (
     CheckGraph,
@@ -869,8 +876,9 @@ def check_firmware_inventory(ctx):
         need = match.get("count", 1)
         if len(found) < need:
             missing.append("%s (%s: %d of %d)" % (comp["id"], match.get("id") or match.get("name"), len(found), need))
-    unknown = [i.id for i in items if i.version is None]
-    observed = {"items": len(items), "version_unknown": unknown[:10]}
+    observed = {"items": len(items)}
+    if not ctx.inv.capabilities.get("firmware_ids_only"):
+        observed["version_unknown"] = [i.id for i in items if i.version is None][:10]
     if missing:
         return failed("FirmwareInventory has no member for %s" % ", ".join(missing),
                       "the BMC does not report these components: check they are installed and the BMC firmware "
@@ -1071,8 +1079,8 @@ class StageSettings:
 def load_bmc_map(path):
     """Read a BMC map (the emulator's ``bmcs.json`` or an operator's file).
 
-    Accepted shapes: ``{"bmcs": {host: entry}}``, ``{"nodes": [{"hostname": ...}]}``
-    or ``{host: entry}``; an entry holds ``url`` (or ``address`` [+ ``port``,
+    Accepted shapes: ``{"ca_bundle": path, "nodes": {host: entry}}`` (the emulator's),
+    ``{"bmcs": {host: entry}}``, ``{"nodes": [{"hostname": ...}]}`` or ``{host: entry}``; an entry holds ``url`` (or ``address`` [+ ``port``,
     ``scheme``]) and optionally ``username``, ``password``, ``ca_bundle``/``ca_path``,
     ``validate_certs``.  Returns ``{host: {"url", "username", "password", "ca_path",
     "validate_certs"}}``.  Raises :class:`ValidationError` naming the file and host.
@@ -1084,8 +1092,11 @@ def load_bmc_map(path):
         raise ValidationError("cannot read BMC map: %s" % exc.strerror, where=path)
     except ValueError as exc:
         raise ValidationError("BMC map is not valid JSON: %s" % exc, where=path)
+    default_ca = doc.get("ca_bundle") if isinstance(doc, dict) and isinstance(doc.get("ca_bundle"), str) else None
     if isinstance(doc, dict) and isinstance(doc.get("bmcs"), dict):
         entries = doc["bmcs"]
+    elif isinstance(doc, dict) and isinstance(doc.get("nodes"), dict):
+        entries = doc["nodes"]
     elif isinstance(doc, dict) and isinstance(doc.get("nodes"), list):
         entries = {}
         for i, n in enumerate(doc["nodes"]):
@@ -1109,7 +1120,7 @@ def load_bmc_map(path):
         creds = entry.get("credentials") if isinstance(entry.get("credentials"), dict) else entry
         out[host] = {"url": url, "username": creds.get("username") or creds.get("user"),
                      "password": creds.get("password"),
-                     "ca_path": entry.get("ca_bundle") or entry.get("ca_path") or entry.get("cafile"),
+                     "ca_path": entry.get("ca_bundle") or entry.get("ca_path") or entry.get("cafile") or default_ca,
                      "validate_certs": entry.get("validate_certs", entry.get("verify"))}
     return out
 
@@ -1135,7 +1146,7 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
 
     ``endpoint``/``entry`` from :func:`resolve_endpoint`; ``client_factory``: callable
     with :class:`RedfishClient`'s signature (tests inject one); ``reader``:
-    ``callable(client) -> NodeInventory`` (default ``_redfish_inventory.read_inventory``);
+    ``callable(client) -> NodeInventory`` (default :func:`read_for_audit`);
     ``probe``: ``callable(host, port, timeout_s) -> (ok, reason)`` (default a TCP connect).
     Each step's failure lands in ``Observation.errors`` and the later steps are
     skipped, so the checks become ``fail``/``blocked`` with that reason.  Returns
@@ -1150,7 +1161,6 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
         obs.elapsed_s = time.monotonic() - started
         return obs, warnings
     if client_factory is None:
-        from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
         client_factory = RedfishClient
     verify = settings.validate_certs if entry.get("validate_certs") is None else bool(entry["validate_certs"])
     client = None
@@ -1172,9 +1182,7 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
             return obs, warnings
         obs.service_root = client.service_root
         obs.login = True
-        if reader is None:
-            from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
-            reader = read_inventory
+        reader = reader or read_for_audit
         try:
             obs.inventory = reader(client)
         except SymphonyError as exc:
@@ -1194,6 +1202,41 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
             warnings.extend(getattr(client, "warnings", []) or [])
         obs.elapsed_s = time.monotonic() - started
     return obs, warnings
+
+
+# What the audit reads: everything but the BIOS attributes (provisioning's concern) and the bodies of the
+# FirmwareInventory members (their versions are provisioning's; the audit needs the member ids).
+AUDIT_SECTIONS = ("systems", "chassis", "managers", "sel", "readings", "capabilities")
+
+
+def read_for_audit(client):
+    """Read what the pre-deployment checks judge, in as few Redfish requests as the BMC allows.
+
+    ``_redfish_inventory.read_inventory`` over :data:`AUDIT_SECTIONS`, plus the
+    FirmwareInventory member list (ids and links, one request per page instead of one
+    per member: 106 members on the Supermicro HGX capture).  Returns a
+    :class:`NodeInventory` whose ``firmware`` items carry ``id``/``uri`` only
+    (``capabilities["firmware_ids_only"]`` is True).  Raises :class:`RedfishError`
+    only when the service root cannot be read.
+    """
+    start = client.requests
+    inv = read_inventory(client, sections=AUDIT_SECTIONS)
+    root = client.service_root or {}
+    upd_uri = (root.get("UpdateService") or {}).get("@odata.id")
+    if upd_uri:
+        try:
+            upd = client.get(upd_uri)
+            fw_uri = (upd.get("FirmwareInventory") or {}).get("@odata.id")
+            if fw_uri:
+                for ref in client.members(fw_uri, expand=False, fetch=False):
+                    uri = ref.get("@odata.id") or ""
+                    inv.firmware.append(FirmwareItem(id=ref.get("Id") or uri.rstrip("/").rsplit("/", 1)[-1],
+                                                     name=ref.get("Name") or "", uri=uri))
+                inv.capabilities["firmware_ids_only"] = True
+        except RedfishError as exc:
+            inv.incomplete.append({"part": "firmware", "uri": upd_uri, "reason": str(exc)})
+    inv.requests = client.requests - start
+    return inv
 
 
 def _compact(result):
