@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""CPU smoke pretraining workload for cluster_validation (CI and the lab).
+
+A small decoder-only transformer trained with DistributedDataParallel over gloo,
+launched by torchrun (one process per node).  Before training it measures the
+CPU's dense GEMM peak with a timed ``torch.matmul`` on the same threads, then prints
+torchtitan's own log lines (``step: .. loss: .. tps: .. tflops: .. mfu: ..%``) so
+the same parser reads both.  The FLOPs per token are torchtitan's convention
+``6*(N - N_emb) + 12*L*H*Q*T``; ``tps`` is tokens/s per process (per device, as
+torchtitan prints it).  Data are random token ids (a smoke test of the launch
+path, the collective and the arithmetic, not of learning).
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.norm2 = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 4 * dim, bias=False)
+        self.down = nn.Linear(4 * dim, dim, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+
+class Decoder(nn.Module):
+    def __init__(self, vocab, dim, layers, heads, seq):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(seq, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def gemm_peak_tflops(size, repeats):
+    """Dense fp32 GEMM throughput of this process's threads: 2*n^3 FLOPs per matmul, best of ``repeats``."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.matmul(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size ** 3 / best / 1e12
+
+
+def log(rank, message):
+    if rank == 0:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        print("[smoke] %s - root - INFO - %s" % (stamp, message), flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=512)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--gemm-size", type=int, default=1024)
+    parser.add_argument("--gemm-repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    distributed = "WORLD_SIZE" in os.environ
+    if distributed:
+        dist.init_process_group("gloo")
+    rank = dist.get_rank() if distributed else 0
+    world = dist.get_world_size() if distributed else 1
+
+    peak = gemm_peak_tflops(args.gemm_size, args.gemm_repeats)
+    peaks = [None] * world
+    hosts = [None] * world
+    if distributed:
+        dist.all_gather_object(peaks, peak)
+        dist.all_gather_object(hosts, socket.gethostname() + "/" + os.environ.get("SLURMD_NODENAME", ""))
+    else:
+        peaks, hosts = [peak], [socket.gethostname() + "/" + os.environ.get("SLURMD_NODENAME", "")]
+
+    model = Decoder(args.vocab, args.dim, args.layers, args.heads, args.seq)
+    n_params = sum(p.numel() for p in model.parameters())
+    n_emb = model.tok.weight.numel()
+    # torchtitan: 6*(N - N_emb) + 12*L*H*Q*T with H*Q = dim.  (Position embeddings are
+    # embeddings too; torchtitan's Llama has none, so only the token embedding is subtracted.)
+    flops_per_token = 6 * (n_params - n_emb) + 12 * args.layers * args.dim * args.seq
+    log(rank, "Model smoke decoder size: {:,} total parameters".format(n_params))
+    log(rank, "Model shape: layers=%d dim=%d heads=%d seq=%d vocab=%d embedding_params=%d world_size=%d"
+        % (args.layers, args.dim, args.heads, args.seq, args.vocab, n_emb, world))
+    log(rank, "Peak FLOPS used for computing MFU: %.3e (measured: torch.matmul fp32 %dx%d, %d thread(s))"
+        % (peak * 1e12, args.gemm_size, args.gemm_size, args.threads))
+    if distributed:
+        model = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    generator = torch.Generator().manual_seed(1000 + rank)
+    post_warmup = []
+    for step in range(1, args.steps + 1):
+        tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=generator)
+        start = time.perf_counter()
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, args.vocab), tokens[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        elapsed = time.perf_counter() - start
+        if distributed:
+            dist.all_reduce(loss.detach(), op=dist.ReduceOp.AVG)
+        tps = args.batch * args.seq / elapsed
+        tflops = flops_per_token * tps / 1e12
+        mfu = 100.0 * tflops / peak
+        log(rank, "step: {:2}  loss: {:7.4f}  grad_norm: {:7.4f}  memory:  0.00GiB(0.00%)  tps: {:,}  "
+            "tflops: {:,.2f}  mfu: {:.2f}%".format(step, loss.item(), float(grad_norm), round(tps), tflops, mfu))
+        if step > args.warmup:
+            post_warmup.append(tps)
+    summary = {
+        "world_size": world, "hosts": hosts, "gemm_peak_tflops": peaks, "params": n_params,
+        "embedding_params": n_emb, "layers": args.layers, "hidden": args.dim, "heads": args.heads,
+        "seq_len": args.seq, "vocab": args.vocab, "flops_per_token": flops_per_token,
+        "tokens_per_s_per_device": sum(post_warmup) / max(1, len(post_warmup)), "steps": args.steps,
+        "warmup": args.warmup,
+    }
+    log(rank, "smoke_summary: " + json.dumps(summary, sort_keys=True))
+    if distributed:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
