@@ -8,7 +8,7 @@ See README.md in this folder for the CLI, the defects and faults formats and the
 from symphony_emulator.bmc import BMC, Reply, demo_image_bytes
 from symphony_emulator.capture import CaptureBMC
 from symphony_emulator.config import DEFECT_KINDS, FAULT_DEFAULTS, load_defects, load_faults
-from symphony_emulator.fleet import DEMO_PASSWORD, DEMO_USERNAME, Fleet, NodeInfo
+from symphony_emulator.fleet import DEMO_PASSWORD, DEMO_USERNAME, CaptureServer, Fleet, NodeInfo
 
-__all__ = ["BMC", "Reply", "CaptureBMC", "Fleet", "NodeInfo", "DEFECT_KINDS", "FAULT_DEFAULTS", "load_defects",
+__all__ = ["BMC", "Reply", "CaptureBMC", "CaptureServer", "Fleet", "NodeInfo", "DEFECT_KINDS", "FAULT_DEFAULTS", "load_defects",
            "load_faults", "demo_image_bytes", "DEMO_USERNAME", "DEMO_PASSWORD"]

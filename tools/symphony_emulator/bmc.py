@@ -286,6 +286,7 @@ class BMC:
 
     def describe(self):
         """A plain dict of everything tests and rehearsals may want to observe."""
+        self.tick()
         s = self.state
         return {
             "hostname": self.hostname, "sku": self.spec.sku["sku"], "power": s.power,
@@ -712,11 +713,11 @@ class BMC:
             if target.rstrip("/") not in self.tree:
                 return jreply(400, error_body("ActionParameterValueError", "Targets", "UpdateService.SimpleUpdate"))
         parsed = urlparse(uri)
-        match = _IMAGE_PATH.search(parsed.path)
         expected = ((data.get("Oem") or {}).get("Symphony") or {}).get("ExpectedSha256")
-        if match is None or self._component(match.group("component")) is None:
+        found = self.image_for_uri(uri)
+        if found is None:
             return self._new_task(None, None, uri, "transfer_failed")
-        comp_id, version = match.group("component"), match.group("version")
+        comp_id, version = found
         image = demo_image_bytes(self.spec.sku["sku"], comp_id, version)
         if "corrupt=1" in (parsed.query or ""):
             image += b":corrupt"
@@ -726,6 +727,32 @@ class BMC:
                 (expected and expected.lower() != actual):
             outcome = "verify_failed"
         return self._new_task(comp_id, version, uri, outcome, sha256=actual)
+
+    def image_for_uri(self, uri):
+        """``(component id, version)`` a firmware image URI stands for, or None (see README: image rule).
+
+        Accepted shapes: ``.../<component>/<version>/image.bin``; the manifest's own ``image.uri``
+        (its ``target`` version); ``.../<component>/<version>.bin`` where the file stem is the
+        version with characters other than ``[A-Za-z0-9.-]`` replaced by ``_``.
+        """
+        path = urlparse(uri).path
+        match = _IMAGE_PATH.search(path)
+        if match and self._component(match.group("component")):
+            return match.group("component"), match.group("version")
+        bare = uri.split("?", 1)[0]
+        for comp in self.spec.sku["firmware"]:
+            image = comp.get("image") or {}
+            if image.get("uri") == bare:
+                return comp["id"], comp.get("target") or comp["accepted"][0]
+        parts = path.rstrip("/").split("/")
+        if len(parts) >= 2 and parts[-1].endswith(".bin") and self._component(parts[-2]):
+            comp = self._component(parts[-2])
+            stem = parts[-1][:-4]
+            for version in [comp.get("target")] + list(comp["accepted"]):
+                if version and re.sub(r"[^A-Za-z0-9.-]", "_", version) == stem:
+                    return comp["id"], version
+            return comp["id"], stem
+        return None
 
     def _multipart_update(self, headers, body):
         ctype = headers.get("Content-Type", "")
@@ -748,7 +775,7 @@ class BMC:
             return jreply(400, error_body("MissingOrMalformedPart"))
         actual = hashlib.sha256(image).hexdigest()
         expected = ((params.get("Oem") or {}).get("Symphony") or {}).get("ExpectedSha256")
-        text = image.decode("utf-8", "replace").split(":")
+        text = image.decode("utf-8", "replace").split(":", 3)
         if len(text) != 4 or text[0] != DEMO_IMAGE_PREFIX or text[1] != self.spec.sku["sku"] \
                 or self._component(text[2]) is None:
             return self._new_task(None, None, "UpdateFile", "verify_failed", sha256=actual)

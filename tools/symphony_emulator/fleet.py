@@ -20,9 +20,10 @@ import secrets
 import tempfile
 import threading
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import TwinError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
 from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import Twin, load_twin
+from ansible_collections.symphony.cluster.plugins.module_utils._twin import TWIN_SCHEMA, Twin, validate_twin
 
 from symphony_emulator import tls
 from symphony_emulator.bmc import BMC
@@ -33,6 +34,24 @@ from symphony_emulator.tree import Spec
 
 DEMO_USERNAME = "admin"
 DEMO_PASSWORD = "symphony-demo-bmc"
+
+
+def load_twin(path, known_skus=None):
+    """Load a twin file, also when it is an inventory source (``plugin: symphony.cluster.twin``).
+
+    Inventory options (plugin, profile, keyed_groups, ...) are ignored; a source that names its
+    twin with ``twin:`` is followed.  Raises :class:`TwinError` naming the file.
+    """
+    path = str(path)
+    data = load_yaml_file(path, TwinError)
+    if "plugin" in data and "sites" not in data and data.get("twin"):
+        target = data["twin"]
+        if not os.path.isabs(target):
+            target = os.path.join(os.path.dirname(os.path.abspath(path)), target)
+        return load_twin(target, known_skus)
+    if "plugin" in data:
+        data = {k: v for k, v in data.items() if k in TWIN_SCHEMA["properties"]}
+    return validate_twin(data, path, known_skus)
 
 
 class NodeInfo:
@@ -68,7 +87,91 @@ def write_json_0600(path, data):
         raise
 
 
-class Fleet:
+class _LoopThread:
+    """Runs ``self._start()`` on a private event loop in a daemon thread until :meth:`stop`."""
+
+    _loop = None
+    _thread = None
+    _server = None
+    _tmp = None
+
+    def start(self):
+        ready = threading.Event()
+        failure = []
+
+        def run():
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._start())
+            except BaseException as exc:   # reported to the caller of start()
+                failure.append(exc)
+                if self._server is not None:
+                    loop.run_until_complete(self._server.close())
+                loop.close()
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._server.close())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="symphony-emulator", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            raise failure[0]
+        return self
+
+    def stop(self):
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _ssl(self, state_dir, addresses):
+        if self.http:
+            return None
+        if state_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="symphony-emulator-")
+            state_dir = self._tmp.name
+        paths = tls.make_certificates(os.path.join(state_dir, "tls"), addresses)
+        self.ca_bundle = paths["ca"]
+        return tls.server_context(paths)
+
+
+class CaptureServer(_LoopThread):
+    """Serve real captures read-only: ``{name: mockup dir}``; ``urls[name]`` after start.
+
+    One port per capture on ``host`` (``port`` for the first, then ``port + 1``...; 0 = any free).
+    """
+
+    def __init__(self, mockups, host="127.0.0.1", port=0, http=True, state_dir=None):
+        if not isinstance(mockups, dict):
+            mockups = {os.path.basename(str(mockups).rstrip("/")): mockups}
+        self.bmcs = {name: CaptureBMC(path) for name, path in mockups.items()}
+        self.host, self.port, self.http, self.state_dir = host, port, http, state_dir
+        self.urls = {}
+        self.ca_bundle = None
+
+    async def _start(self):
+        self._server = EmulatorServer(self._ssl(self.state_dir, [self.host]))
+        for i, (name, bmc) in enumerate(self.bmcs.items()):
+            port = await self._server.add(bmc, self.host, self.port + i if self.port else 0)
+            self.urls[name] = "%s://%s:%d" % ("http" if self.http else "https", self.host, port)
+
+
+class Fleet(_LoopThread):
     """Serve every node of ``twin`` (path or loaded Twin) as a BMC.
 
     Binding: ``bind_base`` (first loopback address; one address per node on ``port``, default 443
@@ -112,10 +215,6 @@ class Fleet:
         self.bmcs = {}
         self.nodes = {}
         self.ca_bundle = None
-        self._loop = None
-        self._thread = None
-        self._server = None
-        self._tmp = None
 
     # ------------------------------------------------------------------ build and bind
     def _build(self):
@@ -150,16 +249,7 @@ class Fleet:
 
     async def _start(self):
         addresses = self._addresses()
-        ssl_context = None
-        if not self.http:
-            directory = self.state_dir
-            if directory is None:
-                self._tmp = tempfile.TemporaryDirectory(prefix="symphony-emulator-")
-                directory = self._tmp.name
-            paths = tls.make_certificates(os.path.join(directory, "tls"), {a for a, _ in addresses.values()})
-            self.ca_bundle = paths["ca"]
-            ssl_context = tls.server_context(paths)
-        self._server = EmulatorServer(ssl_context)
+        self._server = EmulatorServer(self._ssl(self.state_dir, {a for a, _ in addresses.values()}))
         scheme = "http" if self.http else "https"
         for name, (addr, port) in addresses.items():
             bmc = self.bmcs[name]
@@ -176,48 +266,10 @@ class Fleet:
     def start(self):
         """Build every BMC, bind, and serve from a background thread; returns self."""
         self._build()
-        ready = threading.Event()
-        failure = []
-
-        def run():
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._start())
-            except BaseException as exc:   # reported to the caller of start()
-                failure.append(exc)
-                loop.run_until_complete(self._server.close() if self._server else asyncio.sleep(0))
-                ready.set()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._server.close())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="symphony-emulator", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread.join()
-            raise failure[0]
+        _LoopThread.start(self)
         if self.map_path:
             self.write_map(self.map_path)
         return self
-
-    def stop(self):
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=30)
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     # ------------------------------------------------------------------ observing
     def _call(self, fn):

@@ -53,6 +53,9 @@ T = {
 
 ROOT = "/redfish/v1"
 RESET_TYPES = ["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle", "Nmi"]
+# GPU temperature critical threshold (°C) when the SKU names none: H100 max operating 87 °C
+# (../shared/reference/numbers.md §7, "NVIDIA thermal limits", H100 PCIe product brief)
+DEFAULT_GPU_CRIT_C = 87.0
 BOOT_TARGETS = ["None", "Pxe", "Cd", "Hdd", "Usb", "BiosSetup", "UefiHttp"]
 
 
@@ -328,7 +331,9 @@ def build_tree(spec, state):
     t[C + "/PCIeDevices"] = _collection(C + "/PCIeDevices", "PCIeDevice", "PCIe Device Collection", pcie)
     t[C + "/NetworkAdapters"] = _collection(C + "/NetworkAdapters", "NetworkAdapter", "Network Adapter Collection",
                                             adapters)
-    psus = bom.get("psus") or {"count": 0}
+    psus = dict(bom.get("psus") or {"count": 0})
+    if "model" not in psus and psus.get("models"):
+        psus["model"] = psus["models"][0]
     fans = max((bom.get("fans") or {}).get("min_count", 0), 0)
     psu_failed = {i for i in range(1, psus["count"] + 1) if spec.defect("psu_failed", i)}
     fan_failed = {i for i in range(1, fans + 1) if spec.defect("fan_failed", i)}
@@ -337,7 +342,7 @@ def build_tree(spec, state):
     tdp = gpus.get("tdp_w", 0)
     on = state.power == "On"
     consumed = round((1200 + gpu_count * tdp * 0.1) if on else 35.0, 1)
-    crit_temp = gpus.get("max_operating_temp_c", 87)
+    crit_temp = gpus.get("max_operating_temp_c", DEFAULT_GPU_CRIT_C)
     for i, temp in gpu_temps.items():
         if temp >= crit_temp:
             health_rollup = "Critical" if health_rollup == "Critical" else "Warning"
@@ -521,7 +526,7 @@ def _gpu_processor(spec, uri, i, model, vendor, gpus, fw, temp_c):
     wrong = spec.defect("wrong_gpu_model", i)
     base.update({"Manufacturer": vendor, "Model": wrong["model"] if wrong else model,
                  "SerialNumber": _serial(spec.node, "GPU", i), "PartNumber": "2330-885-A1", "FirmwareVersion": fw,
-                 "Status": ok_status("Warning" if temp_c >= gpus.get("max_operating_temp_c", 87) else "OK")})
+                 "Status": ok_status("Warning" if temp_c >= gpus.get("max_operating_temp_c", DEFAULT_GPU_CRIT_C) else "OK")})
     if gpus.get("tdp_w"):
         base["MaxTDPWatts"] = int(gpus["tdp_w"])
     if gpus.get("memory_gib"):
