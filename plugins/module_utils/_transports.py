@@ -29,13 +29,15 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
     ParseError,
     ToolNotFoundError,
+    TwinError,
     ValidationError,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils import _fabric, _nccl
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import CheckResult, new_run_id
 from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_manifest
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
+from ansible_collections.symphony.cluster.plugins.module_utils._twin import TWIN_SCHEMA, validate_twin
 from ansible_collections.symphony.cluster.plugins.module_utils._parsers._iperf3 import parse_iperf3_json
 from ansible_collections.symphony.cluster.plugins.module_utils._parsers._ib_write_bw import parse_ib_write_bw
 
@@ -577,10 +579,19 @@ def _launcher_from_params(params):
                          partition=params.get("partition"), extra_args=params.get("launcher_args"))
 
 
+def load_twin_file(path):
+    """Load a twin file, also one that carries the twin inventory plugin's options beside the twin
+    (``plugin:``, ``profile:``, ``keyed_groups:`` ...; only the twin's own keys are validated)."""
+    data = load_yaml_file(path, TwinError)
+    if isinstance(data, dict) and "plugin" in data:
+        data = {k: v for k, v in data.items() if k in TWIN_SCHEMA["properties"]}
+    return validate_twin(data, path)
+
+
 def _cabling(params, nodes):
     if not params.get("twin"):
         return {}
-    return cabling_from_twin(load_twin(params["twin"]), nodes, params.get("rail") or 0)
+    return cabling_from_twin(load_twin_file(params["twin"]), nodes, params.get("rail") or 0)
 
 
 def _not_run_everywhere(nodes, reason, stage, run_id, ledger, check):
@@ -690,8 +701,8 @@ def nccl_sweep_module(params, check_mode=False):
         status = "not_run"
         reason = "; ".join(sorted({"%d node(s): %s" % (r["nodes"], r["reason"]) for r in res["runs"]}))
     elif res["ok"]:
-        status, reason = "pass", "; ".join("%d node(s): %s" % (r["nodes"], r["reason"]) for r in res["runs"]
-                                            if r["status"] == "pass")
+        status = "pass"
+        reason = "; ".join("%d node(s): %s" % (r["nodes"], r["reason"]) for r in res["runs"] if r["status"] == "pass")
     else:
         status = "fail"
         reason = "; ".join("%d node(s): %s" % (r["nodes"], r["reason"]) for r in failing)

@@ -24,7 +24,7 @@ description:
     nothing but such pairs is C(not_run) with the reason.
 version_added: 0.1.0
 author:
-  - symphony.cluster maintainers
+  - symphony.cluster maintainers (@symphony-cluster)
 options:
   nodes:
     description: The nodes to test (inventory hostnames; at least two for a verdict).

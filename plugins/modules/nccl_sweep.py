@@ -22,7 +22,7 @@ description:
   - O(results_from) analyses outputs of runs already made instead of launching.
 version_added: 0.1.0
 author:
-  - symphony.cluster maintainers
+  - symphony.cluster maintainers (@symphony-cluster)
 options:
   nodes:
     description: The nodes of the cluster under test; the first N form the N-node run.

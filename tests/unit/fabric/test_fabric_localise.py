@@ -116,3 +116,19 @@ def test_outcomes_and_link_events_go_to_the_ledger(ledger_path):
     events = ledger.events(kind=F.EVENT_LINK)
     assert [e["node"] for e in events] == ["lab1", "lab2"]
     assert events[0]["data"]["link"] == "leaf01:1~leaf01:2" and events[0]["data"]["verdict"] == "bad"
+
+
+def test_links_keyed_by_the_demo_twins_cabling(repo_root):
+    from ansible_collections.symphony.cluster.plugins.module_utils._transports import cabling_from_twin, load_twin_file
+    twin = load_twin_file(str(repo_root / "inventories" / "demo" / "demo.twin.yml"))
+    nodes = list(twin.nodes)[:4]
+    cabling = cabling_from_twin(twin, nodes, rail=1)
+    assert set(cabling.values()) <= set(twin.links())
+    assert all(v.startswith("leaf-rail1:") for v in cabling.values())
+    fabric = F.PairPathFabric(cabling)
+    a, b = nodes[0], nodes[1]
+    key = fabric.route(a, b)[0]
+    out = F.run_schedule(nodes, simulate(fabric, {(F.LINK, key)}), "round_robin", fabric)
+    assert out["localisation"].bad_links() == [key]
+    assert key == "~".join(sorted([cabling[a], cabling[b]]))
+    assert out["localisation"].links[key]["info"]["cabling"] == {a: cabling[a], b: cabling[b]}
