@@ -9,8 +9,8 @@ Sources (each returns a :class:`Telemetry`):
   with units inside values): the lab's source, where hosts have no GPUs;
 * a DCGM exporter scrape (Prometheus text format, parsed with prometheus_client):
   ``DCGM_FI_DEV_GPU_TEMP`` (°C), ``DCGM_FI_DEV_POWER_USAGE`` (W), ``DCGM_FI_DEV_SM_CLOCK`` (MHz);
-* NVML through ``pynvml`` (nvidia-ml-py), optional: absent -> :class:`ToolNotFoundError`
-  (the check becomes ``not_run``).
+* this host's GPUs through the burn-in sampler's backends (NVML via nvidia-ml-py,
+  nvidia-smi, rocm-smi); none usable -> :class:`ToolNotFoundError` (``not_run``).
 
 Rules (numbers.md section 7), applied to every GPU against all GPUs of the run:
 
@@ -248,34 +248,25 @@ def scrape_dcgm(fetch, samples, interval_s, node=None, sleep=time.sleep, where="
     return Telemetry.from_records(records, source=where)
 
 
-def sample_nvml(samples, interval_s, node, sleep=time.sleep):
-    """Sample every local GPU through NVML; :class:`ToolNotFoundError` when NVML is absent."""
+def sample_local(samples, interval_s, node, prefer=("nvml", "nvidia-smi", "rocm-smi"), sleep=time.sleep):
+    """Sample this host's GPUs through the burn-in telemetry backends (NVML, nvidia-smi, rocm-smi).
+
+    Raises :class:`ToolNotFoundError` naming why no backend could read a GPU (the
+    check becomes ``not_run``).
+    """
+    from ansible_collections.symphony.cluster.plugins.module_utils._telemetry_sampler import open_backend
+    backend = open_backend(prefer)
+    records = []
     try:
-        import pynvml
-    except ImportError:
-        raise ToolNotFoundError("pynvml (nvidia-ml-py) is not installed", where=node)
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # pynvml raises NVMLError subclasses with no common import-safe base
-        raise ToolNotFoundError("NVML is not available: %s" % exc, where=node)
-    try:
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        records = []
         for index in range(samples):
             if index:
                 sleep(interval_s)
-            for gpu, handle in enumerate(handles):
-                records.append({
-                    "node": node, "gpu": gpu,
-                    "temp_c": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
-                    "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-                    "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
-                })
+            for reading in backend.read():
+                records.append({"node": node, "gpu": reading["gpu"], "temp_c": reading.get("temp_c"),
+                                "power_w": reading.get("power_w"), "sm_clock_mhz": reading.get("sm_clock_mhz")})
     finally:
-        pynvml.nvmlShutdown()
-    if not records:
-        raise ToolNotFoundError("NVML reports no GPU", where=node)
-    return Telemetry.from_records(records, source="nvml")
+        backend.close()
+    return Telemetry.from_records(records, source=backend.name)
 
 
 def modified_z(values):

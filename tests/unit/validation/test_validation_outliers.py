@@ -99,10 +99,10 @@ def test_dcgm_exporter_scrape():
         ot.parse_dcgm_exporter('DCGM_FI_DEV_SM_CLOCK{gpu="0",Hostname="h"} 1980\n')
 
 
-def test_nvml_absent_is_tool_not_found():
+def test_no_local_gpu_is_tool_not_found():
     from ansible_collections.symphony.cluster.plugins.module_utils._errors import ToolNotFoundError
-    with pytest.raises(ToolNotFoundError):
-        ot.sample_nvml(1, 0, "lab1")
+    with pytest.raises(ToolNotFoundError, match="no GPU telemetry source: nvml"):
+        ot.sample_local(1, 0, "lab1")
 
 
 def test_bad_files_name_the_file_and_line(tmp_path):
