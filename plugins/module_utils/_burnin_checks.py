@@ -765,7 +765,8 @@ def evaluate_power(samples, tdp_w, min_fraction, max_fraction, max_throttle_pct,
                  "min_power_w": min(powers) if powers else None, "max_power_w": max(powers) if powers else None,
                  "max_temp_c": max(temps) if temps else None,
                  "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
-                 "throttle_reasons": sorted({r for s in throttled for r in s.throttle})}
+                 "throttle_reasons": sorted({r for s in throttled for r in s.throttle
+                                             if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
         brake, edges = False, 0
         for sample in mine:
             now = "hw_power_brake_slowdown" in sample.throttle
@@ -778,7 +779,7 @@ def evaluate_power(samples, tdp_w, min_fraction, max_fraction, max_throttle_pct,
         if not powers:
             problems.append("GPU %d: no power reading in the load window" % gpu)
         elif not low <= entry["mean_power_w"] <= high:
-            problems.append("GPU %d mean %.0f W outside %.0f-%.0f W (%g-%g × TDP %g W)"
+            problems.append("GPU %d mean %.1f W outside %.1f-%.1f W (%g-%g × TDP %g W)"
                             % (gpu, entry["mean_power_w"], low, high, min_fraction, max_fraction, tdp_w))
         if entry["throttle_pct"] is not None and entry["throttle_pct"] > max_throttle_pct:
             problems.append("GPU %d thermal/power-brake throttled %.1f%% of samples > %g%% (%s)"

@@ -1,0 +1,103 @@
+"""Power tier: the pass rules over telemetry samples, the 1 Hz sampler, NVML throttle bits."""
+
+import time
+
+from ansible_collections.symphony.cluster.plugins.module_utils import _burnin_checks as C
+from ansible_collections.symphony.cluster.plugins.module_utils import _telemetry_sampler as T
+from ansible_collections.symphony.cluster.plugins.module_utils._parsers._power_csv import parse_query_csv
+
+
+def _series(power, temp=60.0, mask=0x4, gpus=(0, 1), start=0):
+    return [T.Sample(t_s=float(start + i), gpu=g, power_w=p, temp_c=temp, sm_clock_mhz=1980.0, throttle_mask=mask,
+                     throttle=T.decode_throttle(mask)) for i, p in enumerate(power) for g in gpus]
+
+
+def test_throttle_bits_follow_nvml():
+    assert T.decode_throttle(0x4) == ["sw_power_cap"]
+    assert T.decode_throttle(0x80 | 0x40 | 0x1) == ["gpu_idle", "hw_power_brake_slowdown", "hw_thermal_slowdown"]
+    assert T.decode_throttle(0x10000) == ["bit_0x10000"] and T.decode_throttle(None) == []
+
+
+def test_sustained_tdp_within_band_passes_and_sw_power_cap_is_expected():
+    samples = _series([300.0] * 10 + [690.0] * 60)          # ramp, then holding at the 700 W cap
+    ok, problems, per_gpu = C.evaluate_power(samples, 700, 0.9, 1.05, 5, 87, warmup_s=10, expected_gpus=2)
+    assert ok and problems == []
+    assert per_gpu["0"]["mean_power_w"] == 690.0 and per_gpu["0"]["throttle_pct"] == 0.0
+
+
+def test_low_power_thermal_throttle_hot_and_missing_gpu_fail():
+    samples = _series([600.0] * 30, gpus=(0,))                                # 600 W < 0.9 x 700 W
+    samples += _series([690.0] * 30, temp=89.0, mask=0x40 | 0x4, gpus=(1,))   # HW thermal slowdown, 89 °C
+    ok, problems, per_gpu = C.evaluate_power(samples, 700, 0.9, 1.05, 5, 87, expected_gpus=3)
+    assert not ok
+    assert "telemetry from 2 GPUs, expected 3" in problems
+    assert "GPU 0 mean 600 W outside 630-735 W (0.9-1.05 × TDP 700 W)" in problems
+    assert any(p.startswith("GPU 1 thermal/power-brake throttled 100.0% of samples > 5%") for p in problems)
+    assert "GPU 1 reached 89 °C ≥ 87 °C" in problems
+    assert per_gpu["1"]["throttle_reasons"] == ["hw_thermal_slowdown"]
+
+
+def test_pulsating_judges_on_phase_and_counts_power_brake_events():
+    power = ([690.0] * 5 + [90.0] * 5) * 6                    # 10 s period, 50 % duty
+    masks = ([0x4] * 5 + [0x0] * 5) * 6
+    masks[22] = masks[42] = 0x80                              # two power-brake events
+    samples = [T.Sample(float(i), 0, p, 60.0, 1980.0, m, T.decode_throttle(m)) for i, (p, m) in
+               enumerate(zip(power, masks))]
+    windows = [(10.0 * k, 10.0 * k + 5) for k in range(6)]
+    ok, problems, per_gpu = C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87, on_windows=windows,
+                                             max_power_brake_events=0)
+    assert per_gpu["0"]["mean_power_w"] == 690.0            # off-phase 90 W not judged
+    assert per_gpu["0"]["power_brake_events"] == 2 and problems == ["GPU 0 2 power-brake event(s) > 0"]
+    ok, problems, _ = C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87, on_windows=windows)
+    assert ok
+    # judged on all samples the square wave averages 390 W: outside the band
+    assert not C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87)[0]
+
+
+def test_real_power_csv_series_from_a_power_stress(tool_text):
+    """PKB's nvidia-smi power sampling (a T4-class GPU ramping 16 -> ~70 W) judged against a 70 W TDP."""
+    rows = parse_query_csv(tool_text("nvidia-smi-query-power-csv-pkb.txt"))["rows"]
+    samples = [T.Sample(float(i), r["index"], r["power.draw"]) for i, r in enumerate(rows)]
+    ok, problems, per_gpu = C.evaluate_power(samples, 70, 0.95, 1.05, 5, 87, warmup_s=10)
+    assert ok, problems
+    assert per_gpu["0"]["samples"] == 81 and per_gpu["0"]["mean_power_w"] == 69.6
+    assert per_gpu["0"]["min_power_w"] == 64.91 and per_gpu["0"]["max_power_w"] == 73.24
+    ok, problems, per_gpu = C.evaluate_power(samples, 70, 0.95, 1.05, 5, 87, warmup_s=0)   # the ramp counts
+    assert not ok and problems == ["GPU 0 mean 65.7 W outside 66.5-73.5 W (0.95-1.05 × TDP 70 W)"]
+
+
+class _Backend:
+    name = "test"
+
+    def __init__(self):
+        self.reads = 0
+
+    def read(self):
+        self.reads += 1
+        if self.reads == 3:
+            raise RuntimeError("NVML_ERROR_GPU_IS_LOST")
+        return [{"gpu": 0, "power_w": 650.0 + self.reads, "temp_c": 70.0, "sm_clock_mhz": 1980.0,
+                 "throttle_mask": 0x4}]
+
+
+def test_sampler_runs_on_an_absolute_schedule_and_survives_a_failed_read():
+    sampler = T.Sampler(_Backend(), interval_s=0.05).start()
+    time.sleep(0.6)
+    samples = sampler.stop()
+    assert 8 <= len(samples) <= 14 and len(sampler.errors) == 1 and "GPU_IS_LOST" in sampler.errors[0]
+    assert samples[0].throttle == ["sw_power_cap"] and samples[0].power_w == 651.0
+    gaps = [b.t_s - a.t_s for a, b in zip(samples, samples[1:])]
+    assert max(gaps) < 0.2
+    csv_text = T.samples_to_csv(samples)
+    assert csv_text.splitlines()[0] == ",".join(T.SAMPLE_FIELDS) and "|" not in csv_text.splitlines()[1]
+
+
+def test_no_gpu_telemetry_here_names_every_source():
+    try:
+        T.open_backend()
+    except Exception as exc:   # ToolNotFoundError: the power test becomes not_run with this reason
+        assert type(exc).__name__ == "ToolNotFoundError"
+        assert "nvml:" in exc.message and "nvidia-smi: nvidia-smi not found" in exc.message
+        assert "rocm-smi: rocm-smi not found" in exc.message
+    else:   # pragma: no cover - only on a machine with a GPU
+        raise AssertionError("a GPU telemetry source opened on a machine without GPUs")
