@@ -31,7 +31,7 @@ def test_low_power_thermal_throttle_hot_and_missing_gpu_fail():
     ok, problems, per_gpu = C.evaluate_power(samples, 700, 0.9, 1.05, 5, 87, expected_gpus=3)
     assert not ok
     assert "telemetry from 2 GPUs, expected 3" in problems
-    assert "GPU 0 mean 600 W outside 630-735 W (0.9-1.05 × TDP 700 W)" in problems
+    assert "GPU 0 mean 600.0 W outside 630.0-735.0 W (0.9-1.05 × TDP 700 W)" in problems
     assert any(p.startswith("GPU 1 thermal/power-brake throttled 100.0% of samples > 5%") for p in problems)
     assert "GPU 1 reached 89 °C ≥ 87 °C" in problems
     assert per_gpu["1"]["throttle_reasons"] == ["hw_thermal_slowdown"]
