@@ -611,10 +611,9 @@ class RedfishClient:
             else:
                 wrapped = self._wrap_response(rsp)
                 if expect_json and not isinstance(wrapped.body, dict):
+                    shown = wrapped.text_excerpt if wrapped.body is None else json.dumps(wrapped.body)[:EXCERPT]
                     err = RedfishInvalidResponse(
-                        "HTTP %s but the body is not a JSON object: %r" % (wrapped.status, wrapped.text_excerpt
-                                                                            if wrapped.body is None
-                                                                            else json.dumps(wrapped.body)[:EXCERPT]),
+                        "HTTP %s but the body is not a JSON object: %r" % (wrapped.status, shown),
                         where="%s %s" % (self.host, rel), status=wrapped.status, method=method, path=rel,
                         body_excerpt=wrapped.text_excerpt)
                     if not idempotent or attempt >= self.retries:

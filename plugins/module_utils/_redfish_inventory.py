@@ -523,7 +523,7 @@ class _Reader:
         units = s.get("ReadingUnits")
         ctx = s.get("PhysicalContext")
         kind = _reading_kind(rtype, units, ctx, s.get("Id"))
-        _, health = _status(s)
+        health = _status(s)[1]
         thr = s.get("Thresholds") or {}
         uc = (thr.get("UpperCritical") or {}).get("Reading") if isinstance(thr, dict) else None
         return Reading(id=str(s.get("Id")), kind=kind, value=s.get("Reading"), units=units,
@@ -534,13 +534,13 @@ class _Reader:
         if thermal is None and _link(ch, "Thermal"):
             thermal = self.get("readings", ch["Thermal"]["@odata.id"]) or {}
         for i, t in enumerate((thermal or {}).get("Temperatures") or []):
-            _, health = _status(t)
+            health = _status(t)[1]
             self.inv.readings.append(Reading(
                 id=str(t.get("MemberId") or t.get("Name") or i), kind="temperature", value=t.get("ReadingCelsius"),
                 units="Cel", name=t.get("Name") or "", health=health,
                 upper_critical=t.get("UpperThresholdCritical"), physical_context=t.get("PhysicalContext")))
         for i, f in enumerate((thermal or {}).get("Fans") or []):
-            _, health = _status(f)
+            health = _status(f)[1]
             self.inv.readings.append(Reading(
                 id=str(f.get("MemberId") or f.get("Name") or i), kind="fan", value=f.get("Reading"),
                 units=f.get("ReadingUnits"), name=f.get("Name") or f.get("FanName") or "", health=health,
@@ -549,13 +549,13 @@ class _Reader:
         if power is None and _link(ch, "Power"):
             power = self.get("readings", ch["Power"]["@odata.id"]) or {}
         for i, pc in enumerate((power or {}).get("PowerControl") or []):
-            _, health = _status(pc)
+            health = _status(pc)[1]
             self.inv.readings.append(Reading(
                 id=str(pc.get("MemberId") or pc.get("Name") or i), kind="power", value=pc.get("PowerConsumedWatts"),
                 units="W", name=pc.get("Name") or "", health=health, physical_context=pc.get("PhysicalContext")))
 
     def coolant(self, cc):
-        _, health = _status(cc)
+        health = _status(cc)[1]
         base = str(cc.get("Id"))
         for key, kind, units in (("SupplyTemperatureCelsius", "coolant_temperature", "Cel"),
                                  ("ReturnTemperatureCelsius", "coolant_temperature", "Cel"),
@@ -571,7 +571,7 @@ class _Reader:
                     name="%s %s" % (cc.get("Name") or base, key), health=health, physical_context="Liquid"))
 
     def leak(self, d):
-        _, health = _status(d)
+        health = _status(d)[1]
         state = d.get("DetectorState")
         return Reading(id=str(d.get("Id")), kind="leak", value=None, units=None, name=d.get("Name") or "",
                        health=state or health, physical_context=d.get("PhysicalContext"))
@@ -612,11 +612,12 @@ class _Reader:
                     next((_str(f.get("Name")) for f in funcs if _str(f.get("Name"))), None)
                 vendor = next((GPU_VENDOR_IDS.get(str(f.get("VendorId")).lower()) for f in funcs
                                if GPU_VENDOR_IDS.get(str(f.get("VendorId")).lower())), None)
+                smc = (dev.get("Oem") or {}).get("Supermicro") or {}
+                maker = _str(dev.get("Manufacturer")) or vendor or _str(fn_oem.get("GPUVendor")) or \
+                    _str(smc.get("GPUVendor"))
                 comp = Component(
                     kind="gpu", id=str(dev.get("Id")), uri=dev.get("@odata.id", ""), name=dev.get("Name") or "",
-                    model=model, manufacturer=_str(dev.get("Manufacturer")) or vendor or
-                    _str(fn_oem.get("GPUVendor")) or _str(((dev.get("Oem") or {}).get("Supermicro") or {})
-                                                           .get("GPUVendor")),
+                    model=model, manufacturer=maker,
                     serial=_str(dev.get("SerialNumber")), part_number=_str(dev.get("PartNumber")),
                     firmware_version=normalise_version(dev.get("FirmwareVersion") or fn_oem.get("GPUFWRevision")),
                     location=_location(dev), state=state, health=health, extra={"source": "PCIeDevices"})
@@ -741,7 +742,7 @@ def _is_gpu_device(dev, funcs):
             return True
         if cls in GPU_CLASSES and _oem_gpu([f]):
             return True
-    if (dev.get("DeviceType") or "") and _GPU_WORDS.search(" ".join(str(dev.get(k) or "") for k in ("Model", "Name"))):
+    if dev.get("DeviceType") and _GPU_WORDS.search(" ".join(str(dev.get(k) or "") for k in ("Model", "Name"))):
         oem = (dev.get("Oem") or {})
         if any(isinstance(v, dict) and v.get("GPUVendor") for v in oem.values()):
             return True

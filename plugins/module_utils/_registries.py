@@ -122,14 +122,14 @@ class MessageRegistries:
         version = doc.get("RegistryVersion")
         if not prefix:
             reg_id = str(doc.get("Id", ""))
-            prefix = reg_id.split(".")[0] if reg_id else None
+            prefix = reg_id.split(".", maxsplit=1)[0] if reg_id else None
             version = version or ".".join(reg_id.split(".")[1:4])
         if not prefix:
             return False
         with self._lock:
             entries = self._by_prefix.setdefault(prefix.lower(), [])
             vt = _version_tuple(version)
-            if any(v == vt for v, _ in entries):
+            if any(entry[0] == vt for entry in entries):
                 return False  # first loaded wins (directory before sushy's bundle)
             entries.append((vt, doc["Messages"]))
             entries.sort(key=lambda e: e[0], reverse=True)

@@ -15,12 +15,12 @@ description:
     speed; firmware inventory; SEL entries; sensor readings (temperatures, fans, power, coolant, leak detectors);
     BIOS attributes and settings object; out-of-band capabilities (power actions, virtual media, update methods).
   - GPUs are found as Processors, or as PCIe devices (NVIDIA 0x10de / AMD 0x1002) when the BMC lists them there.
-  - Parts of the tree that cannot be read are returned in RV(inventory.incomplete) with the reason; they are never
-    reported as empty.
+  - Parts of the tree that cannot be read are returned in the C(incomplete) list of RV(inventory) with the reason;
+    they are never reported as empty.
   - Per host. The pre-deployment stage reads whole fleets in one batched task instead.
 version_added: 0.1.0
 author:
-  - symphony.cluster maintainers
+  - symphony.cluster maintainers (@symphony-cluster)
 requirements:
   - sushy
 options:
