@@ -684,3 +684,51 @@ def current_gate(ledger, manifest, profile, node, waivers=None, extra_checks=())
                                reason="no burn-in result recorded")]
     waived = ledger.waivers(node, STAGE) if waivers is None else waivers
     return compute_gate(graph, current, waived)
+
+
+# -------------------------------------------------------------------------------------------- module
+def _validate(manifest):
+    """Validate the manifest where jsonschema is available (the controller); structural checks otherwise."""
+    try:
+        from ansible_collections.symphony.cluster.plugins.module_utils._schema import HAS_JSONSCHEMA
+        from ansible_collections.symphony.cluster.plugins.module_utils._sku import validate_manifest
+    except ImportError:  # pragma: no cover - module_utils always ship together
+        return manifest
+    if HAS_JSONSCHEMA:
+        validate_manifest(manifest, "SKU %s" % manifest.get("sku", "manifest"))
+    return manifest
+
+
+def burnin_run(params, check_mode, executor=None, kernel_log=None):
+    """Logic of the ``burnin_run`` module.
+
+    ``params``: node, manifest, profile, tiers, tests, overrides, evidence_dir, run_id, stopped_after,
+    fail_fast.  In check mode returns the plan without running anything.  Returns the module result:
+    ``{changed, run_id, plan, checks: [gate_record check dicts with absolute evidence paths], optional,
+    stopped_after, tiers, evidence_dir, evidence_files}``.
+    """
+    from ansible_collections.symphony.cluster.plugins.module_utils._gate import new_run_id
+    manifest = _validate(params["manifest"])
+    profile = params.get("profile") or "production"
+    plan = build_plan(manifest, profile, tiers=params.get("tiers") or None, only=params.get("tests") or None,
+                      overrides=params.get("overrides") or None)
+    run_id = params.get("run_id") or new_run_id("burnin")
+    optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
+    out = {"changed": False, "run_id": run_id, "plan": [t.to_dict() for t in plan], "optional": optional,
+           "profile": profile, "checks": [], "stopped_after": params.get("stopped_after"), "tiers": {},
+           "evidence_dir": params["evidence_dir"], "evidence_files": []}
+    if check_mode:
+        return out
+    store = EvidenceStore(params["evidence_dir"], params["node"], run_id)
+    report = run_burnin(params["node"], manifest, plan, run_id, store, profile=profile, executor=executor,
+                        kernel_log=kernel_log, stopped_after=params.get("stopped_after"),
+                        fail_fast=params.get("fail_fast", True))
+    checks = []
+    for res in report["results"]:
+        checks.append({"name": res.check, "status": res.status, "reason": res.reason, "expected": res.expected,
+                       "observed": res.observed, "remediation": res.remediation,
+                       "evidence": absolutise_evidence(res.evidence, store.root),
+                       "started": res.started, "finished": res.finished})
+    out.update(changed=True, checks=checks, stopped_after=report["stopped_after"], tiers=report["tiers"],
+               evidence_files=[os.path.join(store.root, f) for f in report["files"]])
+    return out
