@@ -55,13 +55,14 @@ class Scale:
         return asdict(self)
 
 
-def scales_from_targets(targets, recipe, default_convention="torchtitan"):
-    """:class:`Scale` list from a SKU's ``validation.mfu_targets`` for ``recipe`` (smallest first)."""
+def scales_from_targets(targets, recipe=None, default_convention="torchtitan"):
+    """:class:`Scale` list from a SKU's ``validation.mfu_targets`` (all, or those for ``recipe``), smallest first."""
     scales = [Scale(recipe=t["recipe"], precision=t["precision"], min_mfu_pct=float(t["min_mfu_pct"]),
                     nodes=t.get("nodes"), convention=t.get("convention", default_convention))
-              for t in targets or [] if t["recipe"] == recipe]
+              for t in targets or [] if recipe is None or t["recipe"] == recipe]
     if not scales:
-        raise ValidationError("no MFU target for recipe %r" % recipe, where="validation.mfu_targets")
+        raise ValidationError("no MFU target%s" % (" for recipe %r" % recipe if recipe else ""),
+                              where="validation.mfu_targets")
     return sorted(scales, key=lambda s: (s.nodes or 1 << 30, s.precision))
 
 
@@ -273,12 +274,13 @@ def node_results(result, run_id, clock=time.time):
 
 # ----------------------------------------------------------------------------- real side effects
 
-def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, partition=None, model=None, gpu=None,
-                   gpus_per_node=8, warmup=1, poll_s=2.0):
+def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, partition=None, model=None,
+                   gpu=None, gpus_per_node=8, warmup=1, poll_s=2.0):
     """A ``launch`` callable: sbatch ``script`` on the scale's nodes, wait, parse the log, compute MFU.
 
-    ``model``: an ``_mfu`` model name or dict (torchtitan/megatron); for the smoke
-    recipe the model and the measured CPU GEMM peak come from the workload's own
+    ``log_format``: ``torchtitan``, ``megatron`` or ``smoke`` (``_recipes``).  ``model``:
+    an ``_mfu`` model name or dict (default: the scale's recipe label, e.g. ``llama3_8b``);
+    for the smoke workload the model and the measured CPU GEMM peak come from its own
     summary line.  ``gpu``: accelerator name for the dense peak table.
     """
     from ansible_collections.symphony.cluster.plugins.module_utils import _mfu, _recipes, _slurm
@@ -291,8 +293,8 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, partition=None, 
         out = {"job": job, "log": log, "mfu": None}
         try:
             text = _slurm.read_log(log)
-            parsed = _recipes.parse_log(text, scale.recipe, where=log)
-            if scale.recipe == "smoke":
+            parsed = _recipes.parse_log(text, log_format, where=log)
+            if log_format == "smoke":
                 if not parsed.get("summary"):
                     raise _recipes.ParseError("the smoke workload printed no smoke_summary", where=log)
                 shape = _mfu.ModelShape(**_recipes.smoke_shape(parsed["summary"]))
@@ -300,10 +302,10 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, partition=None, 
                 source = "measured: torch.matmul fp32 GEMM on the run's rank 0 host"
                 tput = _recipes.throughput(parsed, "smoke", warmup=warmup)
             else:
-                shape = _mfu.model_shape(model)
+                shape = _mfu.model_shape(model or scale.recipe)
                 peak, source = _mfu.peak_tflops(gpu, scale.precision)
                 devices = len(nodes) * max(1, int(gpus_per_node))
-                tput = _recipes.throughput(parsed, scale.recipe, warmup=warmup, seq_len=shape.seq_len,
+                tput = _recipes.throughput(parsed, log_format, warmup=warmup, seq_len=shape.seq_len,
                                            n_devices=devices)
             out["mfu"] = _mfu.compute_mfu(shape, scale.convention, tput["tokens_per_s_per_device"], peak,
                                           peak_source=source, reported_mfu_pct=tput["reported_mfu_pct"])
@@ -345,3 +347,49 @@ def ledger_spares(ledger, candidates):
         burn_in = {node: stages["burn_in"].status for node, stages in gates.items() if "burn_in" in stages}
         return pick_spares(candidates, burn_in, exclude, count)[0]
     return spares
+
+
+def run_cluster_validation(opts, ledger, slurm, run_id):
+    """The whole stage on a Slurm cluster: loop, ledger records, certificate.
+
+    ``opts`` keys: ``nodes``, ``spares`` (twin spare pool, in order), ``script`` (rendered
+    sbatch), ``log_dir``, ``job_name``, ``partition``, ``timeout_s``, ``log_format``,
+    ``targets`` (SKU ``validation.mfu_targets``-shaped), ``telemetry_file``, ``thermal``
+    (``z_threshold``, ``delta_c``, ``max_temp_margin_c``), ``max_operating_temp_c``,
+    ``max_attempts``, ``model``, ``gpu``, ``gpus_per_node``, ``warmup``, ``cluster``,
+    ``sku``, ``out_dir``, ``poll_s``.  Returns ``{"result", "certificate", "paths", "gates"}``.
+    """
+    from ansible_collections.symphony.cluster.plugins.module_utils import _handoff
+    thermal = opts.get("thermal") or {}
+    scales = scales_from_targets(opts["targets"])
+    launch = slurm_launcher(slurm, opts["script"], opts["log_dir"], opts.get("job_name", "cluster-validation"),
+                            opts.get("timeout_s", 1800), opts["log_format"], partition=opts.get("partition"),
+                            model=opts.get("model"), gpu=opts.get("gpu"), gpus_per_node=opts.get("gpus_per_node", 8),
+                            warmup=opts.get("warmup", 1), poll_s=opts.get("poll_s", 2.0))
+    if opts.get("telemetry_file"):
+        telemetry = file_telemetry(opts["telemetry_file"], z_threshold=thermal.get("z_threshold", 3.5),
+                                   delta_c=thermal.get("delta_c", 10.0),
+                                   max_temp_margin_c=thermal.get("max_temp_margin_c", 3.0),
+                                   max_operating_temp_c=opts.get("max_operating_temp_c"))
+    else:
+        def telemetry(nodes, attempt):
+            raise ToolNotFoundError("no telemetry source configured for this run", where="telemetry")
+
+    def on_event(kind, node, data):
+        ledger.record_event(node, kind, dict(data, run_id=run_id))
+
+    result = run_validation(list(opts["nodes"]), scales, launch, telemetry, slurm.drain,
+                            ledger_spares(ledger, list(opts.get("spares") or [])), int(opts.get("max_attempts", 3)),
+                            on_event=on_event)
+    results, verdicts = node_results(result, run_id)
+    ledger.record_results(results)
+    for verdict in verdicts:
+        ledger.record_gate(verdict, run_id)
+    cert = _handoff.build_certificate(result, opts.get("cluster", "cluster"), opts.get("sku", ""), run_id,
+                                      nccl=_handoff.nccl_from_ledger(ledger, set(result["final_nodes"])))
+    paths = _handoff.write_certificate(cert, opts["out_dir"]) if opts.get("out_dir") else None
+    if paths:
+        ledger.record_event(None, "handoff_certificate", {"run_id": run_id, "status": cert["status"],
+                                                          "json": paths[0], "text": paths[1]})
+    return {"result": result, "certificate": cert, "paths": paths,
+            "gates": {v.node: v.status for v in verdicts}}

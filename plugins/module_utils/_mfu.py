@@ -83,6 +83,17 @@ CONVENTION_NOTES = {
     "narayanan": "Narayanan 2021 F3: 96*B*s*l*h^2*(1 + s/(6h) + V/(16lh)); includes full recompute: HFU-like",
     "megatron": "Megatron-LM F5 per-GEMM count, GQA-aware, causal attention halved",
 }
+# Names SKU manifests and other tools use for the same conventions.
+CONVENTION_ALIASES = {"megatron_per_gemm": "megatron", "nemo": "megatron", "llm_foundry": "palm",
+                      "korthikanti_2022": "korthikanti", "narayanan_2021": "narayanan", "palm_2022": "palm"}
+
+
+def normalise_convention(convention):
+    """Canonical convention name (``megatron_per_gemm`` -> ``megatron``)."""
+    name = str(convention).strip().lower()
+    return CONVENTION_ALIASES.get(name, name)
+
+
 # torchtitan prints its own MFU; ours and its differ by more than this many points -> flagged.
 MFU_DISAGREEMENT_PT = 1.0
 
@@ -133,6 +144,7 @@ def flops_per_token(shape, convention):
     convention or a missing dimension.  Formulas and sources: module docstring.
     """
     L, h, T = shape.layers, shape.hidden, shape.seq_len
+    convention = normalise_convention(convention)
     if convention == "palm":
         _need(shape, ("params", "layers", "seq_len"), convention)
         return 6.0 * shape.params + 12.0 * L * shape.attention_width() * T
@@ -204,6 +216,7 @@ def compute_mfu(shape, convention, tokens_per_s_per_device, peak, peak_source=""
     reported_mfu_pct, disagreement_pt, disagrees}``; ``disagrees`` is True when the
     recipe's own MFU differs from ours by more than ``tolerance_pt`` points.
     """
+    convention = normalise_convention(convention)
     f = flops_per_token(shape, convention)
     mfu = mfu_percent(tokens_per_s_per_device, f, peak)
     out = {

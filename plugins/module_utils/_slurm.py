@@ -209,3 +209,25 @@ def read_log(path, max_bytes=2_000_000):
             return handle.read().decode("utf-8", "replace")
     except OSError as exc:
         raise SchedulerError("cannot read the job's log: %s" % exc.strerror, where=path)
+
+
+def render_template(path, context):
+    """Render a Jinja2 template (the role's ``sbatch.j2``) outside Ansible, with its ``quote`` filter.
+
+    Undefined variables raise (StrictUndefined); :class:`ValidationError` names the
+    template and the variable.  Ansible renders the same file with ``ansible.builtin.template``.
+    """
+    try:
+        import jinja2
+    except ImportError:
+        raise ToolNotFoundError("the jinja2 Python library is required to render %s" % path, where=path)
+    import shlex
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, keep_trailing_newline=True)
+    env.filters["quote"] = lambda value: shlex.quote(str(value))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return env.from_string(handle.read()).render(**context)
+    except OSError as exc:
+        raise ValidationError("cannot read the template: %s" % exc.strerror, where=path)
+    except jinja2.TemplateError as exc:
+        raise ValidationError("template error: %s" % exc, where=path)
