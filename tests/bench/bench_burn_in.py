@@ -1,0 +1,46 @@
+"""Burn-in time to verdict: a node that fails its first sanity test vs a node that runs every tier.
+
+Real runs on this machine with the SKU's lab profile (hgx_h100_supermicro, profile lab: stress-ng 3 s, fio 2 s per
+job, the kernel log, /proc and sysfs; GPU and power tiers are not_run here).  The failing node has an impossible
+memory floor (memory_size, the cheapest node test, runs first) so fail-fast stops it before the stress tests.
+Writes build/bench/burn_in.json: fail_fast_verdict_s, all_tiers_s, fail_fast_ratio.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
+
+from ansible_collections.symphony.cluster.plugins.module_utils import _burnin as B  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils import _sku  # noqa: E402
+
+
+def verdict_time(manifest, overrides, node):
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = B.build_plan(manifest, "lab", tiers=["node", "gpu", "power"], overrides=overrides)
+        start = time.monotonic()
+        out = B.run_burnin(node, manifest, plan, "bench", B.EvidenceStore(tmp, node, "bench"), profile="lab")
+        elapsed = time.monotonic() - start
+    return elapsed, out
+
+
+def main():
+    manifest = _sku.load_manifest(os.path.join(ROOT, "skus", "hgx_h100_supermicro.yml"))
+    fail_s, failing = verdict_time(manifest, {"memory_size": {"thresholds": {"min_gib": 1e6}}}, "bad")
+    assert failing["stopped_after"] == "memory_size", failing["stopped_after"]
+    all_s, healthy = verdict_time(manifest, {}, "good")
+    assert healthy["stopped_after"] is None and healthy["tiers"]["node"] != "fail", healthy["tiers"]
+    result = {"fail_fast_verdict_s": round(fail_s, 3), "all_tiers_s": round(all_s, 3),
+              "fail_fast_ratio": round(fail_s / all_s, 4)}
+    os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
+    with open(os.path.join(ROOT, "build", "bench", "burn_in.json"), "w") as handle:
+        json.dump(result, handle)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
