@@ -13,7 +13,6 @@ Basic credentials.  ``overrides`` maps ``(method, path)`` to a callable or a lis
 import base64
 import json
 import os
-import re
 import threading
 from urllib.parse import unquote, urlsplit
 
@@ -71,7 +70,7 @@ class MockupBMC:
             return True
         auth = request.headers.get("Authorization", "")
         if auth.startswith("Basic "):
-            user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
+            user, _sep, pw = base64.b64decode(auth[6:]).decode().partition(":")
             return user == self.username and pw == self.password
         return False
 

@@ -314,8 +314,8 @@ def test_r15_monitor_gone_falls_back_to_task(bmc, client):
     mon = "/redfish/v1/TaskService/TaskMonitors/9"  # bmcweb shape
     bmc.set("GET", mon, (202, {}, {"@odata.id": "/redfish/v1/TaskService/Tasks/9", "TaskState": "Running"}),
             (404, {}, ""))
-    bmc.set("GET", "/redfish/v1/TaskService/Tasks/9", (200, {}, {"@odata.id": "/redfish/v1/TaskService/Tasks/9",
-                                                                "TaskState": "Completed", "TaskStatus": "OK"}))
+    done = {"@odata.id": "/redfish/v1/TaskService/Tasks/9", "TaskState": "Completed", "TaskStatus": "OK"}
+    bmc.set("GET", "/redfish/v1/TaskService/Tasks/9", (200, {}, done))
     res = client.wait_task(mon, timeout_s=60, poll_s=0)
     assert res["state"] == "Completed"
 

@@ -73,13 +73,13 @@ def test_dgx_sensors_264_without_expand(read):
     gets = [r[1] for r in bmc.requests("GET") if r[1].startswith("/redfish/v1/Chassis/DGX/Sensors/")]
     assert len(gets) == 264 and len(set(gets)) == 264
     # with $expand honoured the same tree costs far fewer requests
-    inv_e, _, _ = read("libredfish-nvidia_viking")
+    inv_e = read("libredfish-nvidia_viking")[0]
     assert inv_e.requests < inv.requests / 5
     assert len(inv_e.readings) == len(inv.readings)
 
 
 def test_supermicro_hgx_h100(read):
-    inv, c, _ = read("libredfish-supermicro")
+    inv, c, _bmc = read("libredfish-supermicro")
     s = inv.systems[0]
     assert (s["manufacturer"], s["model"], s["serial"]) == ("Supermicro", "SYS-821GE-TNHR", "S889914X3710910")
     gpus = inv.of_kind("gpu")  # no GPU Processors: found as PCIeDevices GPU1..8
@@ -103,7 +103,7 @@ def test_supermicro_hgx_h100(read):
 
 
 def test_gb200_tray(read):
-    inv, _, _ = read("libredfish-nvidia_gb200")
+    inv = read("libredfish-nvidia_gb200")[0]
     s0, hgx = inv.systems
     assert s0["id"] == "System_0" and s0["manufacturer"] is None and s0["model"] is None
     assert (hgx["id"], hgx["model"], hgx["serial"]) == ("HGX_Baseboard_0", "GB200 NVL", "1643024000315")
@@ -119,7 +119,7 @@ def test_gb200_tray(read):
 
 
 def test_dell_r750(read):
-    inv, _, _ = read("libredfish-dell")
+    inv = read("libredfish-dell")[0]
     s = inv.systems[0]
     assert (s["model"], s["serial"], s["sku"]) == ("PowerEdge R750", "CNIVC0014M0388", "F54P1G3")
     gpus = inv.of_kind("gpu")
@@ -141,7 +141,7 @@ def test_dell_r750(read):
 
 
 def test_cray_ex235a_mi250x(read):
-    inv, _, _ = read("cray-EX235a")
+    inv = read("cray-EX235a")[0]
     s = inv.systems[0]
     assert (s["manufacturer"], s["model"], s["serial"]) == ("HPE", "HPE CRAY EX235a", "GE21100074")
     gpus = inv.of_kind("gpu")
@@ -155,7 +155,7 @@ def test_cray_ex235a_mi250x(read):
 
 
 def test_openbmc_stock(read):
-    inv, _, _ = read("cray-OpenBMC-stock")
+    inv = read("cray-OpenBMC-stock")[0]
     assert [s["id"] for s in inv.systems] == ["system"] and inv.systems[0]["power_state"] == "Off"
     assert inv.components == [] and len(inv.firmware) == 1
     assert inv.managers[0]["model"] == "OpenBmc"
@@ -165,7 +165,7 @@ def test_openbmc_stock(read):
 
 
 def test_dmtf_rackmount1(read):
-    inv, c, _ = read("dmtf-public-rackmount1")
+    inv, c, _bmc = read("dmtf-public-rackmount1")
     assert inv.systems[0]["model"] == "3500" and inv.chassis[0]["model"] == "3500RX"
     assert len(inv.of_kind("cpu")) == 2 and len(inv.of_kind("psu")) == 2 and len(inv.of_kind("fan")) == 4
     assert len(inv.firmware) == 3
@@ -173,7 +173,7 @@ def test_dmtf_rackmount1(read):
 
 
 def test_bluefield3(read):
-    inv, _, _ = read("libredfish-nvidia_dpu")
+    inv = read("libredfish-nvidia_dpu")[0]
     dpu = [d for d in inv.of_kind("dpu") if d.id == "Bluefield"][0]
     assert dpu.model == "BlueField-3 SmartNIC Main Card" and dpu.serial == "MT2423600ANG"
     assert dpu.manufacturer == "https://www.mellanox.com"
@@ -181,7 +181,7 @@ def test_bluefield3(read):
 
 
 def test_liquid_cooled_server_coolant(read):
-    inv, _, _ = read("dmtf-public-liquid-cooled-server")
+    inv = read("dmtf-public-liquid-cooled-server")[0]
     cool = {r.id: r.value for r in inv.readings if r.kind == "coolant_temperature"}
     assert cool["CPU1.SupplyTemperatureCelsius"] == 14.8 and cool["CPU1.ReturnTemperatureCelsius"] == 38.2
     assert cool["CPU1.DeltaTemperatureCelsius"] == 23.4
@@ -190,7 +190,7 @@ def test_liquid_cooled_server_coolant(read):
 
 
 def test_cdu_leak_and_coolant(read):
-    inv, _, _ = read("dmtf-public-cooling-unit")
+    inv = read("dmtf-public-cooling-unit")[0]
     assert inv.systems == []
     leaks = [r for r in inv.readings if r.kind == "leak"]
     assert {r.id for r in leaks} >= {"Moisture", "Overflow"} and {r.health for r in leaks} == {"OK"}
@@ -200,7 +200,7 @@ def test_cdu_leak_and_coolant(read):
 
 
 def test_smartnic(read):
-    inv, _, _ = read("dmtf-public-smartnic")
+    inv = read("dmtf-public-smartnic")[0]
     assert [s["id"] for s in inv.systems] == ["437XR1138R2", "Card1-SoC"]
     assert len(inv.of_kind("dpu")) == 1 and inv.of_kind("dpu")[0].uri.startswith("/redfish/v1/Chassis/Card1/")
 
@@ -214,8 +214,8 @@ def test_firmware_rules_r27_r29():
         {"Id": "NIC_C", "Version": ""}, {"Id": "BIOS-Pending", "Version": "3.0", "Status": {"State": "Disabled"}},
     ]
     out = normalise_firmware(items)
-    assert [(f.id, f.version) for f in out] == [("Installed-159-2.0.0__BIOS.Setup.1-1", "2.0.0"),
-                                               ("NIC_A", None), ("NIC_B", None), ("NIC_C", None)]
+    expected = [("Installed-159-2.0.0__BIOS.Setup.1-1", "2.0.0"), ("NIC_A", None), ("NIC_B", None), ("NIC_C", None)]
+    assert [(f.id, f.version) for f in out] == expected
 
 
 def test_unreachable_part_is_incomplete_not_crash(mockups, shared):
