@@ -1,0 +1,209 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cluster_validate
+short_description: Pretraining through Slurm, MFU per scale, telemetry outliers, evict-replace-rerun, handoff certificate
+description:
+  - Runs the rendered sbatch O(script) at every scale of O(targets) on the active nodes, computes MFU from the
+    run's log with the target's FLOPs convention, compares per-GPU telemetry against peers, drains outlier nodes in
+    Slurm with a reason, promotes spares from O(spares) whose C(burn_in) gate passed, and reruns until every scale
+    meets its target or O(max_attempts) is reached.
+  - Records check results C(training_run), C(mfu_target), C(telemetry_outliers) and the C(cluster_validation)
+    gate per node, C(drain)/C(spare_promoted) events, and writes the handoff certificate (JSON and text) to O(dest).
+  - Check mode returns the plan (scales, nodes, eligible spares) without submitting anything.
+version_added: 0.1.0
+author:
+  - symphony.cluster maintainers
+options:
+  nodes:
+    description: Nodes to validate (their burn_in gate passed).
+    type: list
+    elements: str
+    required: true
+  spares:
+    description: The twin's spare pool, in order of preference.
+    type: list
+    elements: str
+    default: []
+  script:
+    description: The rendered sbatch script.
+    type: path
+    required: true
+  log_dir:
+    description: Directory of the job logs (the script's C(--output)).
+    type: path
+    required: true
+  job_name:
+    description: Job name prefix.
+    type: str
+    default: cluster-validation
+  partition:
+    description: Slurm partition.
+    type: str
+  timeout_s:
+    description: Seconds one job may run before it is cancelled.
+    type: int
+    default: 3600
+  poll_s:
+    description: Seconds between job polls.
+    type: float
+    default: 5.0
+  log_format:
+    description: Log format of the recipe.
+    type: str
+    choices: [torchtitan, megatron, smoke]
+    default: torchtitan
+  targets:
+    description: SKU C(validation.mfu_targets) entries (C(recipe), C(precision), C(min_mfu_pct), C(nodes),
+      C(convention)).
+    type: list
+    elements: dict
+    required: true
+  telemetry_file:
+    description: The run's telemetry file (JSON lines or CSV); without it telemetry is C(not_run).
+    type: path
+  thermal:
+    description: C(z_threshold), C(delta_c), C(max_temp_margin_c) (SKU C(validation.thermal)).
+    type: dict
+    default: {}
+  max_operating_temp_c:
+    description: The GPUs' maximum operating temperature in degrees C.
+    type: float
+  max_attempts:
+    description: Attempts before giving up.
+    type: int
+    default: 3
+  model:
+    description: Model name or dict for the FLOPs count (default the target's C(recipe) name, e.g. C(llama3_8b)).
+    type: raw
+  gpu:
+    description: Accelerator for the dense peak table.
+    type: str
+  gpus_per_node:
+    description: GPUs per node (Megatron throughput per device).
+    type: int
+    default: 8
+  warmup:
+    description: Log steps to skip as warm-up.
+    type: int
+    default: 1
+  cluster:
+    description: Cluster name on the certificate.
+    type: str
+    default: cluster
+  sku:
+    description: SKU name on the certificate.
+    type: str
+    default: ""
+  dest:
+    description: Directory for C(handoff-certificate.json) and C(handoff-certificate.txt).
+    type: path
+    required: true
+  slurm_conf:
+    description: C(SLURM_CONF) for the Slurm client commands (the lab's slurm.conf).
+    type: path
+  run_id:
+    description: Run id for the ledger (generated when omitted).
+    type: str
+extends_documentation_fragment:
+  - symphony.cluster.attributes
+  - symphony.cluster.ledger
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Validate the cluster
+  symphony.cluster.cluster_validate:
+    nodes: "{{ groups['stage_cluster_validation'] }}"
+    spares: "{{ groups['spare'] }}"
+    script: /shared/cv/cluster_validation.sbatch
+    log_dir: /shared/cv/logs
+    log_format: torchtitan
+    targets: "{{ sku.validation.mfu_targets }}"
+    gpu: h100_sxm
+    telemetry_file: /shared/cv/telemetry.jsonl
+    max_operating_temp_c: 85
+    dest: /shared/cv/handoff
+  register: validation
+"""
+
+RETURN = r"""
+status:
+  description: C(pass) when every scale met its target with no outlier, else C(fail).
+  returned: success
+  type: str
+reason:
+  description: Why, in the field's words.
+  returned: success
+  type: str
+final_nodes:
+  description: The node list handed off.
+  returned: success
+  type: list
+  elements: str
+evicted:
+  description: Nodes drained.
+  returned: success
+  type: list
+  elements: str
+replacements:
+  description: C(evicted), C(spare), C(attempt) per replacement.
+  returned: success
+  type: list
+  elements: dict
+outliers:
+  description: Outliers found, per attempt.
+  returned: success
+  type: list
+  elements: dict
+actions:
+  description: Actions taken, in order.
+  returned: success
+  type: list
+  elements: str
+certificate:
+  description: The handoff certificate.
+  returned: success
+  type: dict
+paths:
+  description: Where the certificate was written (C(json), C(text)).
+  returned: success
+  type: dict
+gates:
+  description: C(cluster_validation) gate per node.
+  returned: success
+  type: dict
+plan:
+  description: Check mode only, the scales, nodes and eligible spares.
+  returned: check mode
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils import _validation_tasks as tasks
+
+
+def main():
+    module = AnsibleModule(argument_spec=tasks.VALIDATE_SPEC, supports_check_mode=True)
+    try:
+        result = tasks.run_validate(module.params, check_mode=module.check_mode)
+    except SymphonyError as exc:
+        module.fail_json(**exc.to_dict())
+    if result.get("status") == "fail":
+        module.fail_json(msg="cluster_validation failed: %s" % result["reason"], **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

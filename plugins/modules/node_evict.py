@@ -1,0 +1,100 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_evict
+short_description: Drain a node in Slurm with a reason and promote a spare that passed burn-in
+description:
+  - Drains O(node) with C(scontrol update nodename=... state=DRAIN reason=...) unless it is already drained or
+    down, records a C(drain) event in the ledger, and picks the first of O(spares) whose C(burn_in) gate passed
+    (ledger) and that is not in O(exclude), recorded as a C(spare_promoted) event.
+  - Check mode returns the plan (drain or not, which spare, why others were skipped) without changing anything.
+version_added: 0.1.0
+author:
+  - symphony.cluster maintainers
+options:
+  node:
+    description: The node to drain.
+    type: str
+    required: true
+  reason:
+    description: Why (Slurm keeps it with the node; the ledger keeps it with the event).
+    type: str
+    required: true
+  spares:
+    description: The twin's spare pool, in order of preference.
+    type: list
+    elements: str
+    default: []
+  exclude:
+    description: Nodes already in use or evicted.
+    type: list
+    elements: str
+    default: []
+  slurm_conf:
+    description: C(SLURM_CONF) for the Slurm client commands (the lab's slurm.conf).
+    type: path
+  run_id:
+    description: Run id recorded with the events.
+    type: str
+extends_documentation_fragment:
+  - symphony.cluster.attributes
+  - symphony.cluster.ledger
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Drain the hot node and promote a spare
+  symphony.cluster.node_evict:
+    node: gpu-040
+    reason: "cluster_validation: GPU 7 20 C above peer median"
+    spares: "{{ groups['spare'] }}"
+    ledger: /var/lib/symphony/ledger.sqlite
+  register: evicted
+"""
+
+RETURN = r"""
+drain:
+  description: Whether the node was (or would be) drained.
+  returned: success
+  type: bool
+before:
+  description: The node's Slurm state before.
+  returned: success
+  type: str
+spare:
+  description: The promoted spare, or null when none passed burn-in.
+  returned: success
+  type: str
+skipped_spares:
+  description: Spares passed over and why.
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils import _validation_tasks as tasks
+
+
+def main():
+    spec = dict(tasks.EVICT_SPEC)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    try:
+        result = tasks.run_evict(module.params, check_mode=module.check_mode)
+    except SymphonyError as exc:
+        module.fail_json(**exc.to_dict())
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

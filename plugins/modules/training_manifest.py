@@ -1,0 +1,115 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_manifest
+short_description: Render a PyTorchJob or JobSet manifest for the pretraining run on Kubernetes
+description:
+  - Renders a Kubeflow C(kubeflow.org/v1) PyTorchJob or a C(jobset.x-k8s.io/v1alpha2) JobSet running torchrun
+    on O(nodes) pods, checked against schemas written from the CRDs' OpenAPI; apply it with
+    C(kubernetes.core.k8s).
+  - Pure rendering; nothing is sent to a cluster.
+version_added: 0.1.0
+author:
+  - symphony.cluster maintainers
+options:
+  kind:
+    description: Manifest kind.
+    type: str
+    choices: [pytorchjob, jobset]
+    default: pytorchjob
+  name:
+    description: Object name (DNS label).
+    type: str
+    required: true
+  namespace:
+    description: Namespace.
+    type: str
+    default: default
+  image:
+    description: Container image with the recipe (torchtitan).
+    type: str
+    required: true
+  nodes:
+    description: Number of nodes (pods).
+    type: int
+    required: true
+  gpus_per_node:
+    description: GPUs per pod (and torchrun processes per node).
+    type: int
+    default: 8
+  gpu_resource:
+    description: Extended resource name of the GPUs.
+    type: str
+    default: nvidia.com/gpu
+  program:
+    description: Training script, or module with O(module=true) (C(torchtitan.train)).
+    type: str
+    required: true
+  module:
+    description: Run O(program) as a Python module (C(torchrun --module)).
+    type: bool
+    default: false
+  args:
+    description: Arguments of the program.
+    type: list
+    elements: str
+    default: []
+  env:
+    description: Environment (the SKU's NCCL environment).
+    type: dict
+    default: {}
+  node_selector:
+    description: Pod node selector.
+    type: dict
+    default: {}
+  rdzv_port:
+    description: Rendezvous port (JobSet).
+    type: int
+    default: 29500
+extends_documentation_fragment:
+  - symphony.cluster.attributes
+  - symphony.cluster.attributes.INFO_MODULE
+"""
+
+EXAMPLES = r"""
+- name: Render the PyTorchJob
+  symphony.cluster.training_manifest:
+    kind: pytorchjob
+    name: cv-llama3-8b
+    image: registry.example/torchtitan:2026.11
+    nodes: 4
+    module: true
+    program: torchtitan.train
+    args: [--job.config_file, /configs/llama3_8b.toml]
+  register: manifest
+"""
+
+RETURN = r"""
+manifest:
+  description: The rendered manifest.
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils import _validation_tasks as tasks
+
+
+def main():
+    module = AnsibleModule(argument_spec=tasks.MANIFEST_SPEC, supports_check_mode=True)
+    try:
+        manifest = tasks.run_manifest(module.params)
+    except SymphonyError as exc:
+        module.fail_json(**exc.to_dict())
+    module.exit_json(changed=False, manifest=manifest)
+
+
+if __name__ == "__main__":
+    main()
