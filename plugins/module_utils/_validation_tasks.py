@@ -19,7 +19,7 @@ MFU_SPEC = {
     "model": {"type": "raw"},
     "seq_len": {"type": "int"},
     "convention": {"type": "str", "default": "torchtitan"},
-    "tokens_per_s_per_device": {"type": "float"},
+    "tokens_per_s_per_device": {"type": "float", "no_log": False},
     "log": {"type": "path"},
     "log_format": {"type": "str", "choices": ["torchtitan", "megatron", "smoke"], "default": "torchtitan"},
     "warmup": {"type": "int", "default": 1},

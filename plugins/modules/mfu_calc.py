@@ -10,7 +10,7 @@ module: mfu_calc
 short_description: Model FLOPs Utilisation of a training run with a named FLOPs convention
 description:
   - Computes MFU = tokens/s per device x FLOPs per token / dense peak FLOP/s, with the FLOPs convention named
-    (C(palm) 6N + 12LHQT, C(torchtitan) 6(N - N_emb) + 12LHQT, C(korthikanti), C(narayanan) (HFU-like: it counts
+    (C(palm) 6N + 12LHQT, C(torchtitan) 6(N - N_emb) + 12LHQT, C(korthikanti), C(narayanan) (HFU-like, it counts
     full recompute), C(megatron) per-GEMM).
   - The throughput comes from O(tokens_per_s_per_device) or from a run's log (O(log) with O(log_format)); the peak
     from O(peak_tflops), or the dense peak table by O(gpu) and O(precision), or for the smoke workload the CPU GEMM
