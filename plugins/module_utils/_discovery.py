@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """BMC discovery: find a BMC's address from its MAC in DHCP leases, reserve the planned one.
 
 Three lease sources are read, each in its own documented format:
@@ -29,6 +29,7 @@ are emitted as an ISC ``host`` stanza and a Kea ``reservations`` entry.
 from __future__ import annotations
 
 import calendar
+import os
 import csv
 import io
 import json
@@ -464,3 +465,61 @@ def tcp_reachable(host, port, timeout_s=5.0):
         return False, "TCP connect to %s:%s timed out after %.1f s" % (host, port, timeout_s)
     except OSError as exc:
         return False, "TCP connect to %s:%s failed: %s" % (host, port, (exc.strerror or str(exc)).lower())
+
+
+def plan_reservations_file(path, content):
+    """Desired-vs-observed for the reservations file: ``(changed, diff)``.
+
+    Pure apart from reading ``path``; ``diff`` is Ansible's ``{"before", "after",
+    "before_header", "after_header"}``.
+    """
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            before = handle.read()
+    except FileNotFoundError:
+        before = ""
+    except OSError as exc:
+        raise ValidationError("cannot read reservations file: %s" % exc.strerror, where=path)
+    return before != content, {"before": before, "after": content, "before_header": path, "after_header": path}
+
+
+def module_bmc_discover(params, check_mode=False):
+    """The ``bmc_discover`` module's work: find each node's BMC lease, render reservations, optionally probe.
+
+    ``params``: ``lease_file``, ``lease_format``, ``nodes`` (``hostname``, ``bmc_mac``,
+    ``bmc_address``), ``reservation_format``, ``reservations_file``, ``probe``, ``port``,
+    ``timeout``.  Returns ``{"changed", "hosts": {host: {...discover_node...,
+    "reachable", "reachable_reason"}}, "missing": [hosts without a lease],
+    "reservations": text, "diff"}``.
+    """
+    index = LeaseIndex(read_leases(params["lease_file"], params.get("lease_format") or "isc"))
+    hosts, missing, rows = {}, [], []
+    for i, node in enumerate(params["nodes"]):
+        for key in ("hostname", "bmc_mac", "bmc_address"):
+            if not node.get(key):
+                raise ValidationError("nodes[%d] has no %s" % (i, key), where="nodes")
+        out = discover_node(node, index)
+        if out["lease"] is None:
+            missing.append(node["hostname"])
+        if params.get("probe"):
+            target = out["leased_address"] or node["bmc_address"]
+            out["reachable"], out["reachable_reason"] = tcp_reachable(target, params.get("port") or 443,
+                                                                     params.get("timeout") or 5.0)
+        hosts[node["hostname"]] = out
+        rows.append({"hostname": node["hostname"], "mac": node["bmc_mac"], "address": node["bmc_address"],
+                     "subnet_id": out["lease"]["subnet_id"] if out["lease"] else None})
+    text = render_reservations(rows, params.get("reservation_format") or "isc")
+    result = {"changed": False, "hosts": hosts, "missing": missing, "reservations": text}
+    path = params.get("reservations_file")
+    if path:
+        changed, diff = plan_reservations_file(path, text)
+        result["changed"], result["diff"] = changed, diff
+        if changed and not check_mode:
+            try:
+                tmp = path + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise ValidationError("cannot write reservations file: %s" % exc.strerror, where=path)
+    return result

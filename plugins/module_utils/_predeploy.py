@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pre-deployment stage: out-of-band audit of one BMC against the twin and the SKU.
 
 The stage is split in two so the judging is pure and testable with real captures:
@@ -1346,6 +1346,60 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
     return {"run_id": run_id, "hosts": hosts, "summary": summary, "dispatch": dispatch,
             "reservations": reservations, "warnings": sorted(set(warnings)), "requests": total_requests,
             "wall_s": round(time.monotonic() - started, 3)}
+
+
+def module_twin_audit(params, check_mode=False):
+    """The ``twin_audit`` module's work: params dict in, result dict out (see the module's RETURN).
+
+    Nodes come from ``params["nodes"]`` (twin node dicts, e.g. hostvars ``symphony_twin``) or from
+    ``params["twin"]`` filtered by ``params["hosts"]``; manifests from ``params["sku_dir"]``.  In check
+    mode everything is observed and judged, nothing is written (ledger, dispatch files).
+    Raises :class:`SymphonyError` for problems of the whole run.
+    """
+    from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+
+    manifests = load_skus(params["sku_dir"])
+    if params.get("nodes"):
+        nodes = {}
+        for i, node in enumerate(params["nodes"]):
+            if not isinstance(node, dict) or not node.get("hostname"):
+                raise ValidationError("nodes[%d] is not a twin node (no hostname)" % i, where="nodes")
+            for key in ("sku", "serial", "bmc_mac", "bmc_address"):
+                if not node.get(key):
+                    raise ValidationError("nodes[%d] (%s) has no %s" % (i, node["hostname"], key), where="nodes")
+            nodes[node["hostname"]] = node
+    elif params.get("twin"):
+        twin = load_twin(params["twin"], manifests.keys())
+        wanted = params.get("hosts") or list(twin.nodes)
+        unknown = [h for h in wanted if h not in twin.nodes]
+        if unknown:
+            raise ValidationError("hosts not in the twin: %s" % ", ".join(unknown[:10]), where=params["twin"])
+        nodes = {h: twin.nodes[h] for h in wanted}
+    else:
+        raise ValidationError("give nodes (twin node dicts) or twin (a twin file)", where="twin_audit")
+    settings = StageSettings(
+        username=params.get("username"), password=params.get("password"),
+        validate_certs=params.get("validate_certs", True), ca_path=params.get("ca_path"),
+        auth=params.get("auth") or "auto", connect_timeout=params.get("connect_timeout") or 5.0,
+        read_timeout=params.get("read_timeout") or 30.0, retries=params.get("retries", 2),
+        workers=params.get("workers") or 64, per_bmc=params.get("per_bmc") or 1,
+        max_concurrency=params.get("max_concurrency") or 4, sel_since=params.get("sel_since") or "30d",
+        lease_file=params.get("lease_file"), lease_format=params.get("lease_format") or "isc",
+        bmc_map=params.get("bmc_map"), ledger=None if check_mode else params.get("ledger"),
+        dispatch_dir=None if check_mode else params.get("dispatch_dir"),
+        profile=params.get("profile") or "production", optional=tuple(params.get("optional") or ()),
+        registry_dir=params.get("registry_dir"))
+    if not settings.bmc_map and not (settings.username and settings.password):
+        raise ValidationError("give username and password (vault/AWX credential) or a bmc_map with credentials",
+                              where="twin_audit")
+    out = run_stage(nodes, manifests, settings, run_id=params.get("run_id"),
+                    return_details=params.get("return_details", False))
+    out["changed"] = not check_mode
+    out["failed_hosts"] = sorted(h for h, e in out["hosts"].items() if e["gate"] != PASS)
+    if not params.get("return_dispatch_rows", True):
+        out["dispatch"].pop("items", None)
+    return out
 
 
 __all__ = ["STAGE", "CHECKS", "CHECK_NAMES", "check_graph", "Observation", "AuditContext", "judge",
