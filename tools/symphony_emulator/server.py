@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import struct
 
 from aiohttp import web
 
@@ -69,10 +70,22 @@ class EmulatorServer:
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.abort:
-            if request.transport is not None:
-                request.transport.abort()
+            _reset(request.transport)
             raise web.HTTPServiceUnavailable()   # never sent: the connection is already gone
         return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
+
+
+def _reset(transport):
+    """Drop the connection with a TCP RST (SO_LINGER 0), as a crashing BMC does."""
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    transport.abort()
 
 
 def free_port(host="127.0.0.1"):
