@@ -25,6 +25,8 @@ import time
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlparse
 
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+
 from symphony_emulator import tree
 from symphony_emulator.config import check_fault_values, faults_for
 
@@ -280,7 +282,7 @@ class BMC:
             try:
                 values = json.loads(body or b"{}")
                 return jreply(200, self.set_faults(values))
-            except (ValueError, Exception) as exc:  # ValidationError or JSON error
+            except (ValueError, ValidationError) as exc:   # bad JSON or a value outside the faults schema
                 return jreply(400, {"error": str(exc)})
         return jreply(404, {"error": "unknown control endpoint %s %s" % (method, path)})
 

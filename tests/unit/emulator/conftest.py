@@ -49,11 +49,6 @@ class Client:
 
 
 @pytest.fixture(scope="session")
-def emu_data(repo_root):
-    return repo_root / "tests" / "unit" / "emulator" / "data"
-
-
-@pytest.fixture(scope="session")
 def real_skus(repo_root):
     return load_skus(str(repo_root / "skus"))
 
@@ -61,16 +56,6 @@ def real_skus(repo_root):
 @pytest.fixture(scope="session")
 def demo_twin(repo_root, real_skus):
     return load_twin(str(repo_root / "inventories" / "demo" / "demo.twin.yml"), real_skus.keys())
-
-
-@pytest.fixture(scope="session")
-def test_skus(emu_data):
-    return load_skus(str(emu_data / "skus"))
-
-
-@pytest.fixture(scope="session")
-def test_twin(emu_data, test_skus):
-    return load_twin(str(emu_data / "emu.twin.yml"), test_skus.keys())
 
 
 @pytest.fixture
