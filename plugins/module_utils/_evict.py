@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Evict, replace, rerun: the cluster_validation loop.
 
 Each attempt runs the pretraining job at every scale the SKU names (node counts
@@ -328,7 +328,7 @@ def file_telemetry(path, z_threshold=3.5, delta_c=10.0, max_temp_margin_c=3.0, m
         if not os.path.exists(path):
             raise ToolNotFoundError("telemetry file %s does not exist" % path, where=path)
         trace = _outliers.load_file(path)
-        keep = [i for i, (node, _) in enumerate(trace.gpus) if node in nodes]
+        keep = [i for i, gpu in enumerate(trace.gpus) if gpu[0] in nodes]
         if not keep:
             raise ToolNotFoundError("telemetry file has no sample for %s" % ", ".join(nodes), where=path)
         sub = _outliers.Telemetry([trace.gpus[i] for i in keep],

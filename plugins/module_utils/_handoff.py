@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The handoff certificate: what the customer receives with the cluster.
 
 JSON (machine-readable) and text (human-readable) built from a validation result
@@ -90,14 +90,14 @@ def render_text(cert):
         "RESULT: %s  (%s; %d attempt(s))" % (cert["status"].upper(), cert["reason"], cert["attempts"]),
         "",
         "MFU per scale and precision",
-        "  %-6s %-9s %-11s %-12s %8s %8s %-5s %s" % ("nodes", "precision", "recipe", "convention", "MFU %",
-                                                    "target", "met", "recipe's own MFU"),
+        "  %-6s %-9s %-11s %-12s %8s %8s %-5s %s" % (
+            "nodes", "precision", "recipe", "convention", "MFU %", "target", "met", "recipe's own MFU"),
     ]
     for row in cert["mfu"]:
         own = "-"
         if row["reported_mfu_pct"] is not None:
-            own = "%.2f %% (%+.2f pt%s)" % (row["reported_mfu_pct"], row["disagreement_pt"] or 0.0,
-                                           ", DISAGREES > 1 pt" if row["disagrees"] else "")
+            own = "%.2f %% (%+.2f pt%s)" % (
+                row["reported_mfu_pct"], row["disagreement_pt"] or 0.0, ", DISAGREES > 1 pt" if row["disagrees"] else "")
         lines.append("  %-6s %-9s %-11s %-12s %8s %8s %-5s %s" % (
             row["scale_nodes"], row["precision"], row["recipe"], row["convention"] or "-",
             "-" if row["mfu_pct"] is None else "%.2f" % row["mfu_pct"],

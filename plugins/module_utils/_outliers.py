@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Per-GPU telemetry through a run and outliers against peers.
 
 Sources (each returns a :class:`Telemetry`):
@@ -94,7 +94,7 @@ class Telemetry:
         return max((a.shape[1] for a in self.values.values()), default=0)
 
     def nodes(self):
-        return sorted({n for n, _ in self.gpus})
+        return sorted({gpu[0] for gpu in self.gpus})
 
     @classmethod
     def from_records(cls, records, source=""):
@@ -295,7 +295,7 @@ def find_outliers(telemetry, z_threshold=DEFAULTS["z_threshold"], delta_c=DEFAUL
     """
     _require_numpy()
     found = {}
-    nodes = [n for n, _ in telemetry.gpus]
+    nodes = [gpu[0] for gpu in telemetry.gpus]
     for metric, arr in telemetry.values.items():
         with np.errstate(all="ignore"):
             per_gpu = np.nanmedian(arr, axis=1)

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Slurm: submit a rendered sbatch script, follow it to the end, cancel it, drain nodes.
 
 Training runs on the cluster's own scheduler (DESIGN.md, "Scale"); this module
@@ -63,7 +63,7 @@ def parse_job_record(text):
 def parse_exit_code(value):
     """``"1:0"`` -> ``(1, 0)``: (exit status, signal)."""
     try:
-        code, _, signal = str(value).partition(":")
+        code, dummy, signal = str(value).partition(":")
         return int(code), int(signal or 0)
     except ValueError:
         return None, None

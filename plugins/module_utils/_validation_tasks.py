@@ -108,7 +108,8 @@ def run_outliers(p):
     except ToolNotFoundError as exc:
         return {"status": "not_run", "reason": str(exc), "outliers": [], "nodes": [], "gpus": 0, "samples": 0}
     if p.get("nodes"):
-        keep = [i for i, (n, _) in enumerate(trace.gpus) if n in set(p["nodes"])]
+        wanted = set(p["nodes"])
+        keep = [i for i, gpu in enumerate(trace.gpus) if gpu[0] in wanted]
         trace = _outliers.Telemetry([trace.gpus[i] for i in keep], {m: a[keep] for m, a in trace.values.items()},
                                     source=trace.source)
     found = _outliers.find_outliers(trace, z_threshold=p["z_threshold"], delta_c=p["delta_c"],

@@ -102,8 +102,8 @@ def main():
     except SymphonyError as exc:
         module.fail_json(**exc.to_dict())
     if result.get("failed_job"):
-        module.fail_json(msg="job %s ended %s (exit %s)" % (result["job"]["job_id"], result["job"]["state"],
-                                                             result["job"]["exit_code"]), **result)
+        job = result["job"]
+        module.fail_json(msg="job %s ended %s (exit %s)" % (job["job_id"], job["state"], job["exit_code"]), **result)
     module.exit_json(**result)
 
 

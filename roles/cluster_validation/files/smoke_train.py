@@ -23,7 +23,7 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
+from torch import nn
 import torch.nn.functional as F
 
 
@@ -52,7 +52,7 @@ class Decoder(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(dim, heads) for dummy in range(layers))
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
 
@@ -68,7 +68,7 @@ def gemm_peak_tflops(size, repeats):
     a, b = torch.randn(size, size), torch.randn(size, size)
     torch.matmul(a, b)
     best = float("inf")
-    for _ in range(repeats):
+    for dummy in range(repeats):
         start = time.perf_counter()
         torch.matmul(a, b)
         best = min(best, time.perf_counter() - start)
