@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument specs and entry points of the cluster_validation modules (kept here so modules stay thin).
 
 Each ``run_*`` takes the module's params dict and returns what the module returns;
