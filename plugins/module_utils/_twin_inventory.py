@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the ``symphony.cluster.twin`` inventory plugin builds, without Ansible's inventory objects.
 
 :func:`build_records` turns a twin (inline in the inventory source, or in its own file) and the SKU manifests

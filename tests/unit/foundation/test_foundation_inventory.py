@@ -85,7 +85,10 @@ def test_demo_groups_and_hostvars(parse, demo):
     host = inventory.get_host("gpu-r01-u12")
     hostvars = host.get_vars()
     assert hostvars["symphony_bmc_address"] == "10.10.1.22" and hostvars["ansible_host"] == "10.20.1.22"
-    assert hostvars["symphony_twin"]["serial"] == "C8010MM21A30112" and hostvars["symphony_profile"] == "lab"
+    assert hostvars["symphony_twin"]["serial"] == "C8010MM21A30112" and hostvars["symphony_sku"] == "hgx_h100_supermicro"
+    # shared values are group variables: the profile and the not-yet-gated defaults on `all`
+    assert inventory.groups["all"].get_vars() == {"symphony_profile": "lab", "symphony_stage": "racked",
+                                                  "symphony_gate": None, "symphony_gate_reason": ""}
     expected = inventory.groups["sku_hgx_h100_supermicro"].get_vars()["symphony_expected"]
     assert expected["system"]["model"] == "SYS-821GE-TNHR" and expected["bom"]["gpus"]["count"] == 8
 

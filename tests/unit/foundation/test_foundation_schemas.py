@@ -71,3 +71,34 @@ def test_duplicate_sku_across_files(tmp_path, repo_root):
     (tmp_path / "b.yml").write_text(text)
     with pytest.raises(ManifestError, match=r"b.yml: SKU 'dgx_h100' is declared twice"):
         _sku.load_skus(str(tmp_path))
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda m: m["bom"]["gpus"].update(count="eight"),
+    lambda m: m["bom"]["gpus"].update(count=True),
+    lambda m: m["firmware"][0]["image"].update(sha256="abc"),
+    lambda m: m["firmware"][1].update(method="ftp"),
+    lambda m: m.pop("bom"),
+    lambda m: m.update(extra_key=1),
+    lambda m: m["burn_in"]["tiers"][0]["tests"][0].update(timeout_s=0),
+])
+def test_fast_path_rejects_what_jsonschema_rejects(manifest, mutate):
+    """The fastjsonschema accelerator may never accept a document jsonschema rejects."""
+    from ansible_collections.symphony.cluster.plugins.module_utils import _schema
+    fast = _schema._fast_validator(_sku.SKU_SCHEMA)
+    if fast is None:
+        pytest.skip("fastjsonschema not installed: jsonschema alone validates")
+    data = copy.deepcopy(manifest)
+    mutate(data)
+    assert not jsonschema.Draft202012Validator(_sku.SKU_SCHEMA).is_valid(data)
+    with pytest.raises(Exception):
+        fast(data)
+    fast(copy.deepcopy(manifest))  # and accepts the shipped manifest
+
+
+def test_json_twin_loads_through_the_fast_path(tmp_path):
+    path = tmp_path / "fleet.yml"
+    path.write_text(json.dumps({"twin_version": 1, "sites": []}))
+    assert load_yaml_file(str(path), TwinError) == {"twin_version": 1, "sites": []}
+    path.write_text("{twin_version: 1, sites: []}\n")  # flow-style YAML that is not JSON still loads
+    assert load_yaml_file(str(path), TwinError) == {"twin_version": 1, "sites": []}
