@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write schemas/sku.schema.json and schemas/twin.schema.json from the schema dicts in module_utils.
 
 The dicts in ``plugins/module_utils/_sku.py`` and ``_twin.py`` are the source of truth (modules ship only
