@@ -35,6 +35,21 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 UTS_DIR = pathlib.Path("/run/symlab/uts")
 LOCK_FILE = pathlib.Path("/run/lock/symphony-lab.lock")
 ETC_SLURM_CONF = pathlib.Path("/etc/slurm/slurm.conf")
+ETC_HOSTS = pathlib.Path("/etc/hosts")
+ETC_HOSTS_MARKER = "# symphony-lab"
+
+
+def _strip_etc_hosts():
+    """Remove the lines the lab added to /etc/hosts (marked with ETC_HOSTS_MARKER), keeping the rest as it was."""
+    try:
+        text = ETC_HOSTS.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return
+    kept = [line for line in text.splitlines(True) if not line.rstrip().endswith(ETC_HOSTS_MARKER)]
+    if len(kept) != len(text.splitlines(True)):
+        # /etc/hosts may be a bind mount (containers): rewrite in place rather than replace the file.
+        with open(ETC_HOSTS, "w", encoding="utf-8") as handle:
+            handle.write("".join(kept))
 MUNGE_KEY = pathlib.Path("/etc/munge/munge.key")
 MUNGE_RUN = pathlib.Path("/run/munge")
 MUNGE_MARKER = "/run/munge/symlab-munged.pid"   # munged's --pid-file: how a crashed lab's munged is found
@@ -252,6 +267,7 @@ class Lab:
         self._write_state()
         self._make_keys()
         self._make_network()
+        self._write_etc_hosts()
         self._start_sshd()
         self._start_munge()
         self._start_slurm()
@@ -278,6 +294,14 @@ class Lab:
             uts = UTS_DIR / h["name"]
             uts.touch()
             _proc.run(["unshare", "--uts=%s" % uts, "hostname", h["name"]], where=h["name"])
+
+    def _write_etc_hosts(self):
+        """Name the lab hosts in /etc/hosts (shared by every namespace): inside the namespaces no DNS server is
+        reachable, so resolver look-ups of ``labN`` (torch's rendezvous, slurm) would each wait for a time-out."""
+        _strip_etc_hosts()
+        lines = ["%s %s %s" % (h["address"], h["name"], ETC_HOSTS_MARKER) for h in self._hosts]
+        with open(ETC_HOSTS, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
 
     def ns_argv(self, name):
         """argv prefix that runs a command inside lab host ``name`` (its network and UTS namespaces).
@@ -406,6 +430,7 @@ class Lab:
             _proc.stop_pid(pid, marker=MUNGE_MARKER, timeout=2)
         if ETC_SLURM_CONF.is_symlink() and os.readlink(ETC_SLURM_CONF) == str(self.slurm_conf):
             ETC_SLURM_CONF.unlink()
+        _strip_etc_hosts()
         for ns in ours:
             _proc.run(["ip", "netns", "delete", ns], check=False)
         links = _proc.run(["ip", "-o", "link", "show"], check=False).stdout

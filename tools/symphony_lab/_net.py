@@ -10,7 +10,7 @@ import ipaddress
 
 from ._errors import LabError
 
-MAX_HOSTS = 8
+MAX_HOSTS = 16  # the demo fleet uses 10 (8 nodes + 2 spares); slurmd + sshd per host are cheap
 HOST_OFFSET = 10          # lab<i> gets the /24's address .(10 + i)
 NS_IFACE = "eth0"         # the interface name inside each namespace
 VETH_PREFIX = "symlab-"   # root-namespace end of each veth: symlab-lab1 (<= 15 chars)
