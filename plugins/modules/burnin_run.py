@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ description:
   - The multi-node fabric tier is not run here (roles/burn_in/tasks/fabric.yml runs it).
 version_added: 0.1.0
 author:
-  - symphony.cluster maintainers
+  - symphony.cluster maintainers (@symphony-cluster)
 options:
   node:
     description: The node's name (inventory hostname, as in the twin); used in evidence paths and results.
@@ -46,7 +46,7 @@ options:
     type: list
     elements: str
   overrides:
-    description: Per-test overrides C({test: {params, thresholds, timeout_s, cost_s, flaky}}) merged last.
+    description: "Per-test overrides, test name -> C({params, thresholds, timeout_s, cost_s, flaky}), merged last."
     type: dict
   evidence_dir:
     description: Directory on the node for raw output and parsed results.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """``nvidia-smi --query-gpu=... --format=csv`` sampling output (parsing case P-C11).
 
 Header ``index, power.draw [W], timestamp``; values carry units (``16.48 W``) unless
@@ -37,7 +37,7 @@ def parse_query_csv(text, header=None):
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if header is None:
         header_line, lines = lines[0], lines[1:]
-        names = [c for c in header_line.split(",")]
+        names = header_line.split(",")
     else:
         names = list(header)
     columns = [dict(zip(("name", "unit"), _column(n))) for n in names]
