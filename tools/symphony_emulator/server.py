@@ -28,9 +28,15 @@ class EmulatorServer:
 
     async def _setup(self):
         if self._runner is None:
-            app = web.Application(client_max_size=512 * 1024 * 1024)
-            app.router.add_route("*", "/{tail:.*}", self._handler)
-            self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            # aiohttp's low-level server: no router or middlewares, one handler for every BMC
+            server = web.Server(self._handler, access_log=None)
+
+            def make_request(message, payload, protocol, writer, task):
+                # firmware images arrive by multipart push: allow bodies up to 512 MiB
+                return web.BaseRequest(message, payload, protocol, writer, task, server._loop,
+                                       client_max_size=512 * 1024 * 1024)
+            server.request_factory = make_request
+            self._runner = web.ServerRunner(server, handle_signals=False)
             await self._runner.setup()
 
     async def add(self, target, host, port):
