@@ -17,9 +17,10 @@ def test_lab_host_plan_addresses_and_limits():
     assert bridge == "10.77.0.1"
     assert hosts[0] == {"name": "lab1", "address": "10.77.0.11", "netns": "lab1", "veth": "symlab-lab1"}
     assert [h["address"] for h in hosts] == ["10.77.0.11", "10.77.0.12", "10.77.0.13", "10.77.0.14"]
-    assert max(len(h["veth"]) for h in _net.host_plan(8)[1]) <= 15  # IFNAMSIZ - 1
-    with pytest.raises(LabError, match="1..8"):
-        _net.host_plan(9)
+    assert max(len(h["veth"]) for h in _net.host_plan(16)[1]) <= 15  # IFNAMSIZ - 1
+    assert _net.host_plan(16)[1][-1]["address"] == "10.77.0.26"
+    with pytest.raises(LabError, match="1..16"):
+        _net.host_plan(17)
     with pytest.raises(LabError, match="private /24"):
         _net.host_plan(2, subnet="8.8.8.0/24")
 
