@@ -68,8 +68,10 @@ test-sanity: venv collection
 	  for v in 24_2 25_0 25_1 25_2; do cp $(SHARED)/tools/ansible-test-get-pip.py ~/.ansible/test/cache/get_pip_$$v.py; done; fi
 	rm -rf $(SANITY) && mkdir -p $(SANITY)
 	# Only what the collection ships (galaxy.yml build_ignore): tools/ and .ci/ are project tooling.
-	git ls-files -co --exclude-standard | grep -vE '^(tools/|\.ci/|molecule/)' | rsync -a --files-from=- ./ $(SANITY)/
-	cd $(SANITY) && $(BIN)/ansible-test sanity --local --python 3.11 --color no
+	git ls-files -co --exclude-standard | grep -vE '^(tools/|\.ci/|molecule/)' | \
+	  while IFS= read -r f; do [ -f "$$f" ] && printf '%s\n' "$$f"; done | tar -cf - -T - | tar -xf - -C $(SANITY)
+	# A repository of its own, so ansible-test lists this tree (not the outer repo, where build/ is ignored).
+	cd $(SANITY) && git init -q . && $(BIN)/ansible-test sanity --local --python 3.11 --color no
 
 test-lint: venv collection
 	$(BIN)/ansible-lint --profile production --offline

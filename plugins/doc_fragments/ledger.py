@@ -22,4 +22,3 @@ notes:
   - Runs on the controller (use C(delegate_to=localhost) or a play on C(localhost)); the ledger is a controller file.
   - SQLite in WAL mode with one C(BEGIN IMMEDIATE) transaction per write, so many forks may write at once.
 """
-

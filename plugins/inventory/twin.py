@@ -24,7 +24,7 @@ description:
     furthest gate, C(stage_racked) before any gate) and C(gate_<pass|fail|blocked|not_run>) (that gate's status)."
   - Gate state is read from the ledger on every parse, never cached; the twin and SKU part is cached when
     O(cache) is on.
-  - All-or-nothing: an invalid twin or manifest fails the source with the file, node and JSON path.
+  - All or nothing, an invalid twin or manifest fails the whole source, naming the file, node and JSON path.
 extends_documentation_fragment:
   - ansible.builtin.constructed
   - ansible.builtin.inventory_cache

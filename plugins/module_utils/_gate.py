@@ -285,7 +285,7 @@ def compute_gate(graph, results, waivers=()):
         buckets[status].append((name, res.reason if res else "no result recorded"))
     for status in (FAIL, BLOCKED, NOT_RUN):
         if buckets[status]:
-            names = [n for n, _ in buckets[status]]
+            names = [name for name, _reason in buckets[status]]
             first = buckets[status][0]
             reason = "%s: %s" % (first[0], first[1])
             if len(names) > 1:

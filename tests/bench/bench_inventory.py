@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Inventory bench: load and group a generated 10,000-node twin through the symphony.cluster.twin plugin.
@@ -47,8 +46,8 @@ def write_twin(directory):
             n = r * PER_RACK + i
             lines += ["          - hostname: gpu-r%03d-u%02d" % (r, i + 1), "            u: %d" % (i + 1),
                       "            sku: hgx_h100_supermicro", "            serial: C8010MM%08d" % n,
-                      "            bmc_mac: 3c:ec:%02x:%02x:%02x:%02x" % (n >> 24 & 255, n >> 16 & 255, n >> 8 & 255,
-                                                                        n & 255),
+                      "            bmc_mac: 3c:ec:%02x:%02x:%02x:%02x" % (
+                          n >> 24 & 255, n >> 16 & 255, n >> 8 & 255, n & 255),
                       "            inband_address: 10.%d.%d.%d" % (200 + r // 250, r % 250, 10 + i),
                       "            fabric:"]
             lines += ["              - {rail: %d, leaf: leaf-%03d-%d, port: %d}" % (k, r // 8, k, n % 256 + 1)
@@ -81,7 +80,7 @@ def main():
         write_ledger(directory)
         times, yaml_times = [], []
         for runs, fmt, into in ((RUNS, "json", times), (1, "yml", yaml_times)):
-            for _ in range(runs):
+            for _run in range(runs):
                 start = time.perf_counter()
                 inventory = InventoryManager(loader=DataLoader(), sources=[str(sources[fmt])], cache=False)
                 into.append(time.perf_counter() - start)

@@ -49,9 +49,9 @@ def test_optional_checks_and_waivers_open_the_gate():
     checks = [{"name": "dcgm_diag", "status": "not_run", "reason": "no GPU on this lab host"},
               {"name": "fio_seq_read", "status": "fail", "reason": "1200 MB/s < 5500 MB/s"},
               {"name": "cpu_stress", "status": "pass"}]
-    _, verdict = _gate_ops.evaluate("n", "burn_in", checks, "r", optional=["dcgm_diag", "gpu_burn"])
+    verdict = _gate_ops.evaluate("n", "burn_in", checks, "r", optional=["dcgm_diag", "gpu_burn"])[1]
     assert (verdict.status, verdict.failing) == ("fail", ["fio_seq_read"])
-    _, verdict = _gate_ops.evaluate("n", "burn_in", checks, "r", optional=["dcgm_diag"], waivers=["fio_seq_read"])
+    verdict = _gate_ops.evaluate("n", "burn_in", checks, "r", optional=["dcgm_diag"], waivers=["fio_seq_read"])[1]
     assert (verdict.status, verdict.waived) == ("pass", ["fio_seq_read"])
 
 
@@ -95,18 +95,16 @@ def test_gate_record_check_mode_writes_nothing(tmp_path):
 def test_waiver_is_a_new_row_and_history_keeps_everything(tmp_path):
     ledger = str(tmp_path / "ledger.sqlite")
     base = {"ledger": ledger, "node": "n1", "stage": "burn_in", "optional": [], "waive": []}
-    _gate_ops.gate_record(dict(base, run_id="r1", checks=[{"name": "fio_seq_read", "status": "fail",
-                                                            "reason": "slow drive"}]), False)
-    out = _gate_ops.gate_record(dict(base, run_id="r2", checks=[{"name": "fio_seq_read", "status": "fail",
-                                                                  "reason": "slow drive"}],
-                                     waive=[{"check": "fio_seq_read", "who": "jdoe", "why": "RMA booked"}]), False)
+    failing = [{"name": "fio_seq_read", "status": "fail", "reason": "slow drive"}]
+    _gate_ops.gate_record(dict(base, run_id="r1", checks=failing), False)
+    waive = [{"check": "fio_seq_read", "who": "jdoe", "why": "RMA booked"}]
+    out = _gate_ops.gate_record(dict(base, run_id="r2", checks=failing, waive=waive), False)
     assert out["gate"]["status"] == "pass" and out["gate"]["waived"] == ["fio_seq_read"]
     with _closing(open_ledger(ledger)) as led:
         assert led.waivers("n1", "burn_in") == ["fio_seq_read"]
         assert [r.run_id for r in led.history("n1")] == ["r1", "r2"]
     # the waiver stays in the ledger: a third run without `waive` still passes
-    out = _gate_ops.gate_record(dict(base, run_id="r3", checks=[{"name": "fio_seq_read", "status": "fail",
-                                                                  "reason": "slow drive"}]), False)
+    out = _gate_ops.gate_record(dict(base, run_id="r3", checks=failing), False)
     assert out["gate"]["status"] == "pass"
     info = _gate_ops.gate_info({"ledger": ledger, "node": "n1", "stage": "burn_in", "history": True,
                                 "check": "fio_seq_read"})

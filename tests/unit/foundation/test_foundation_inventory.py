@@ -100,10 +100,10 @@ def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
                                checks=[{"name": "bmc_login", "status": "pass"}]), False)
     _gate_ops.gate_record(dict(rec, node="gpu-r01-u02", stage="provisioning", run_id="r2",
                                checks=[{"name": "firmware", "status": "fail", "reason": "BIOS 1.3 != 1.4"}]), False)
-    _gate_ops.gate_record(dict(rec, node="gpu-r01-u07", stage="pre_deployment", run_id="r3",
-                               checks=[{"name": "bmc_reachable", "status": "fail", "reason": "timed out"},
-                                       {"name": "bmc_login", "status": "pass", "depends_on": ["bmc_reachable"]}]),
-                        False)
+    unreachable = [{"name": "bmc_reachable", "status": "fail", "reason": "timed out"},
+                   {"name": "bmc_login", "status": "pass", "depends_on": ["bmc_reachable"]}]
+    _gate_ops.gate_record(dict(rec, node="gpu-r01-u07", stage="pre_deployment", run_id="r3", checks=unreachable),
+                          False)
     inventory = parse(demo())
     assert _members(inventory, "stage_provisioning") == ["gpu-r01-u02"]
     assert _members(inventory, "stage_pre_deployment") == ["gpu-r01-u07"]
@@ -175,7 +175,7 @@ def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
                SYMPHONY_LEDGER=str(tmp_path / "ledger.sqlite"))
     out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i",
                           "inventories/demo/demo.twin.yml", "--list"], cwd=repo_root, env=env,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     listing = json.loads(out.stdout)
     assert listing["spares"]["hosts"] == ["gpu-r02-u42", "gpu-r02-u47"]
