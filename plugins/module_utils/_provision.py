@@ -67,7 +67,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._gate import (
     not_run,
     passed,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._ledger import default_ledger_path, open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import load_bmc_map, resolve_endpoint, scrub
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import (
     RedfishClient,
@@ -605,12 +605,12 @@ def process_node(host, item, settings, run_id, ledger, registries, phase, check_
                             for c in manifest.get("firmware", [])):
                     nd.run(name, lambda: not_run("not reached"))
         else:
-            client.open()
-            nd.inv = read_inventory(client, sections=READ_SECTIONS)
-            nd.plan = build_plan(nd.inv, manifest, settings.allow_downgrade)
             earlier = {r.check: r for r in (ledger.history(host, STAGE) if ledger else []) if r.run_id == run_id}
             nd.statuses = {k: r.status for k, r in earlier.items()}
             nd.results = list(earlier.values())
+            client.open()
+            nd.inv = read_inventory(client, sections=READ_SECTIONS)
+            nd.plan = build_plan(nd.inv, manifest, settings.allow_downgrade)
             ejected = eject_runtime(nd)
             given = item.get("inband_results") or {}
             for step in [s for s in nd.plan.steps if s.phase == "in_band"]:
@@ -775,7 +775,7 @@ def settings_from_params(params, check_mode=False):
         read_timeout=params.get("read_timeout") or 30.0, retries=params.get("retries", 2),
         workers=params.get("workers") or 64, per_bmc=params.get("per_bmc") or 1,
         max_concurrency=params.get("max_concurrency") or 4, bmc_map=params.get("bmc_map"),
-        ledger=None if check_mode else params.get("ledger"), image_dir=params.get("image_dir"),
+        ledger=None if check_mode else (params.get("ledger") or default_ledger_path()), image_dir=params.get("image_dir"),
         image_base_url=params.get("image_base_url"), allow_downgrade=bool(params.get("allow_downgrade")),
         task_timeout_s=params.get("task_timeout_s") or 1800.0,
         bmc_reboot_timeout_s=params.get("bmc_reboot_timeout_s") or 900.0,
@@ -817,9 +817,14 @@ def module_run(params, phase, check_mode=False):
     out = run_stage(nodes, manifests, settings, phase, run_id=params.get("run_id"),
                     check_mode=check_mode or phase == "plan", inband_results=params.get("inband_results"),
                     tunings_results=params.get("tunings_results"))
+    if phase != "plan" and not params.get("return_plan"):
+        for entry in out["hosts"].values():
+            plan = entry.pop("plan", None)
+            if plan:
+                entry["plan_summary"] = plan["summary"]
     if phase == "plan" or check_mode:
-        out["changed"] = any((h.get("plan") or {}).get("summary", {}).get("update") or
-                             (h.get("plan") or {}).get("summary", {}).get("bios_changes")
+        out["changed"] = any(((h.get("plan") or {}).get("summary") or h.get("plan_summary") or {}).get("update") or
+                             ((h.get("plan") or {}).get("summary") or h.get("plan_summary") or {}).get("bios_changes")
                              for h in out["hosts"].values())
     out["failed_hosts"] = sorted(h for h, e in out["hosts"].items()
                                  if (e.get("gate") or {}).get("status", PASS) != PASS or e.get("error"))

@@ -1,0 +1,284 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: firmware_reconcile
+short_description: Drive many nodes to their SKU manifest out-of-band, then verify; batched on the controller
+description:
+  - Stage 2 of symphony.cluster (provisioning). Phase C(out_of_band) reads each BMC, builds the plan
+    (see M(symphony.cluster.firmware_plan)) and applies it in the manifest's strict order. Images are checked
+    against the manifest sha256 before upload; SimpleUpdate sends C(TransferProtocol) when the service lists allowed
+    values; multipart pushes go to C(MultipartHttpPushUri); each task is followed to its end (C(Completed) with
+    C(Critical) health is a failure with the task's messages); a BMC that reboots itself is polled until it answers
+    with the new version within O(bmc_reboot_timeout_s). BIOS attributes are PATCHed to the settings object with
+    C(If-Match) and the apply time the service supports. When anything needs a reset or in-band work the node boots
+    once into the SKU's ephemeral RAM-only runtime (VirtualMedia insert or PXE, one-time boot override, reset, wait).
+  - Phase C(verify) ejects the runtime media, records the in-band and tuning results the role collected on the
+    nodes, re-reads every version and BIOS attribute over Redfish and compares them with the manifest (a mismatch
+    fails with both strings), and computes and records the gate.
+  - Every check result is appended to the ledger as soon as it is known, so a killed run can be rerun: finished
+    steps read as done from the BMC and are not redone, and an image staged by an earlier run is not uploaded again.
+  - A node already at its manifest gets no write request at all.
+version_added: 0.1.0
+author:
+  - symphony.cluster maintainers
+options:
+  phase:
+    description: C(out_of_band) applies the plan; C(verify) re-reads, records the in-band results and gates.
+    type: str
+    choices: [out_of_band, verify]
+    default: out_of_band
+  run_id:
+    description: Run id to record under; give the C(run_id) the C(out_of_band) phase returned to the C(verify) phase.
+    type: str
+  nodes:
+    description:
+      - Twin node dicts (the C(symphony_twin) hostvar the twin inventory plugin sets), each with C(hostname), C(sku)
+        and C(bmc_address); C(inband_address) is where the runtime answers SSH. Mutually exclusive with O(twin).
+    type: list
+    elements: dict
+  twin:
+    description: A twin file to read the nodes from instead of O(nodes).
+    type: path
+  hosts:
+    description: With O(twin), only these hostnames (default every node of the twin).
+    type: list
+    elements: str
+  sku_dir:
+    description: Directory of SKU manifests (C(skus/) of the collection).
+    type: path
+    required: true
+  bmc_map:
+    description: JSON map of per-node BMC C(url), C(username), C(password), C(ca_bundle) (the emulator writes one).
+    type: path
+  username:
+    description: BMC user name for nodes not in O(bmc_map).
+    type: str
+  password:
+    description: BMC password (vault or AWX credential). Never logged, returned or written to the ledger.
+    type: str
+  auth:
+    description: Redfish session (always deleted), Basic, or session with Basic fallback.
+    type: str
+    choices: [session, basic, auto]
+    default: auto
+  validate_certs:
+    description: Verify the BMCs' TLS certificates; turning it off is reported as a warning.
+    type: bool
+    default: true
+  ca_path:
+    description: CA bundle to verify BMC certificates with.
+    type: path
+  connect_timeout:
+    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
+    type: float
+    default: 5
+  read_timeout:
+    description: Seconds to wait for a BMC's answer, per request.
+    type: float
+    default: 30
+  retries:
+    description: Re-sends after connection errors, timeouts, 408, 429 and 5xx, with backoff and C(Retry-After).
+    type: int
+    default: 2
+  max_concurrency:
+    description: Redfish requests in flight to one BMC at once.
+    type: int
+    default: 4
+  workers:
+    description: Threads of the controller-side pool (BMCs handled at once).
+    type: int
+    default: 64
+  per_bmc:
+    description: Nodes handled at once behind one BMC endpoint.
+    type: int
+    default: 1
+  allow_downgrade:
+    description: Allow a target older than the running version (a manifest component's C(allow_downgrade) also does).
+    type: bool
+    default: false
+  registry_dir:
+    description: Directory of Redfish message registries to resolve C(MessageId)s in BMC errors and task messages.
+    type: path
+  image_dir:
+    description: Directory holding the manifest images (file name = basename of C(image.uri)); each is checked
+      against the manifest sha256 before it is uploaded.
+    type: path
+  image_base_url:
+    description: Where the BMCs fetch SimpleUpdate images from (default the manifest C(image.uri)).
+    type: str
+  task_timeout_s:
+    description: Seconds to follow one Redfish update task.
+    type: float
+    default: 1800
+  bmc_reboot_timeout_s:
+    description: Seconds a BMC may take to come back with its new version after its own update.
+    type: float
+    default: 900
+  runtime_timeout_s:
+    description: Seconds to wait for the ephemeral runtime (default the SKU's C(runtime.boot_timeout_s)).
+    type: float
+  runtime_image_url:
+    description: Runtime image URL to insert (default the SKU's C(runtime.image_uri)).
+    type: str
+  runtime_probe:
+    description: How to tell the runtime is up, C(ssh) (port 22 of the twin's in-band address), C(emulator)
+      (the Redfish fleet emulator's boot state) or C(none).
+    type: str
+    choices: [ssh, emulator, none]
+    default: ssh
+  runtime_boot:
+    description: C(auto) boots the runtime only when a reset or in-band work needs it; C(always) boots it every run.
+    type: str
+    choices: [auto, always]
+    default: auto
+  poll_s:
+    description: Seconds between polls of tasks, rebooting BMCs and the runtime.
+    type: float
+    default: 5
+  inband_results:
+    description: Phase C(verify) only. Per host, per check (C(firmware:<id>)) the result dict the
+      M(symphony.cluster.inband_firmware) module returned on that node.
+    type: dict
+  tunings_results:
+    description: Phase C(verify) only. Per host the C(tunings) result (C(status), C(reason)) the role collected.
+    type: dict
+  optional:
+    description: Checks the gate does not require (for example C(tunings) where the in-band phase does not run).
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - symphony.cluster.ledger
+  - symphony.cluster.attributes
+  - symphony.cluster.attributes.CONTROLLER
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads each BMC and returns the plan and the diff; sends no write request and writes no ledger row.
+  diff_mode:
+    support: full
+    details:
+      - Firmware versions and BIOS attributes before and after, per host.
+"""
+
+EXAMPLES = r"""
+- name: Apply the plan out-of-band
+  symphony.cluster.firmware_reconcile:
+    phase: out_of_band
+    nodes: "{{ ansible_play_hosts | map('extract', hostvars, 'symphony_twin') | list }}"
+    sku_dir: "{{ playbook_dir }}/../skus"
+    username: "{{ bmc_username }}"
+    password: "{{ bmc_password }}"
+    image_dir: /srv/firmware
+  run_once: true
+  delegate_to: localhost
+  register: oob
+
+- name: Verify and gate
+  symphony.cluster.firmware_reconcile:
+    phase: verify
+    run_id: "{{ oob.run_id }}"
+    nodes: "{{ ansible_play_hosts | map('extract', hostvars, 'symphony_twin') | list }}"
+    sku_dir: "{{ playbook_dir }}/../skus"
+    username: "{{ bmc_username }}"
+    password: "{{ bmc_password }}"
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+run_id:
+  description: The run id the results and gates were recorded under.
+  returned: always
+  type: str
+hosts:
+  description: Per host the checks (status, reason), the plan, the in-band steps still to do, the writes sent to its
+    BMC and, after C(verify), its gate.
+  returned: always
+  type: dict
+plan_lines:
+  description: One line per step that is not C(skip).
+  returned: always
+  type: list
+  elements: str
+summary:
+  description: Number of nodes per gate status (phase C(verify)).
+  returned: always
+  type: dict
+failed_hosts:
+  description: Hosts whose gate did not pass or whose run ended in an error.
+  returned: always
+  type: list
+  elements: str
+writes:
+  description: Write requests (POST, PATCH) sent to the BMCs in total.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._provision import module_run
+
+ARGUMENT_SPEC = {
+    "phase": {"type": "str", "choices": ["out_of_band", "verify"], "default": "out_of_band"},
+    "run_id": {"type": "str"},
+    "nodes": {"type": "list", "elements": "dict"},
+    "twin": {"type": "path"},
+    "hosts": {"type": "list", "elements": "str"},
+    "sku_dir": {"type": "path", "required": True},
+    "bmc_map": {"type": "path"},
+    "username": {"type": "str"},
+    "password": {"type": "str", "no_log": True},
+    "auth": {"type": "str", "choices": ["session", "basic", "auto"], "default": "auto"},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "path"},
+    "connect_timeout": {"type": "float", "default": 5},
+    "read_timeout": {"type": "float", "default": 30},
+    "retries": {"type": "int", "default": 2},
+    "max_concurrency": {"type": "int", "default": 4},
+    "workers": {"type": "int", "default": 64},
+    "per_bmc": {"type": "int", "default": 1},
+    "allow_downgrade": {"type": "bool", "default": False},
+    "registry_dir": {"type": "path"},
+    "image_dir": {"type": "path"},
+    "image_base_url": {"type": "str"},
+    "task_timeout_s": {"type": "float", "default": 1800},
+    "bmc_reboot_timeout_s": {"type": "float", "default": 900},
+    "runtime_timeout_s": {"type": "float"},
+    "runtime_image_url": {"type": "str"},
+    "runtime_probe": {"type": "str", "choices": ["ssh", "emulator", "none"], "default": "ssh"},
+    "runtime_boot": {"type": "str", "choices": ["auto", "always"], "default": "auto"},
+    "poll_s": {"type": "float", "default": 5},
+    "inband_results": {"type": "dict"},
+    "tunings_results": {"type": "dict"},
+    "optional": {"type": "list", "elements": "str", "default": []},
+    "ledger": {"type": "str"},
+}
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
+                           mutually_exclusive=[("nodes", "twin")], required_one_of=[("nodes", "twin")])
+    try:
+        result = module_run(module.params, module.params["phase"], check_mode=module.check_mode)
+    except SymphonyError as exc:
+        module.fail_json(**exc.to_dict())
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
+    if module._diff:
+        result["diff"] = result.get("diff")
+    else:
+        result.pop("diff", None)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
