@@ -444,10 +444,8 @@ class BMC:
             return raw, self._etag(raw, mode)
         raw = json.dumps(resource).encode()
         etag = self._etag(raw, mode)
-        if etag:
-            resource = dict(resource)
-            resource["@odata.etag"] = etag
-            raw = json.dumps(resource).encode()
+        if etag:   # the ETag of the body without it, appended as @odata.etag (one serialisation)
+            raw = raw[:-1] + b', "@odata.etag": ' + json.dumps(etag).encode() + b"}"
         return raw, etag
 
     @staticmethod
