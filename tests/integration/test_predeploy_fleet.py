@@ -16,7 +16,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_
 symphony_emulator = pytest.importorskip("symphony_emulator.fleet")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCENARIO = ROOT / "molecule" / "pre_deployment"
+SCENARIO = ROOT / "molecule" / "pre_deployment" / "data"
 HOSTS = ["pd-u02", "pd-u22", "pd-u30"]
 
 
