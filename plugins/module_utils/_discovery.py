@@ -503,8 +503,8 @@ def module_bmc_discover(params, check_mode=False):
             missing.append(node["hostname"])
         if params.get("probe"):
             target = out["leased_address"] or node["bmc_address"]
-            out["reachable"], out["reachable_reason"] = tcp_reachable(target, params.get("port") or 443,
-                                                                     params.get("timeout") or 5.0)
+            probe = tcp_reachable(target, params.get("port") or 443, params.get("timeout") or 5.0)
+            out["reachable"], out["reachable_reason"] = probe
         hosts[node["hostname"]] = out
         rows.append({"hostname": node["hostname"], "mac": node["bmc_mac"], "address": node["bmc_address"],
                      "subnet_id": out["lease"]["subnet_id"] if out["lease"] else None})

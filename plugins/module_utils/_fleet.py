@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller-side batched work over many BMCs (DESIGN.md, "Scale").
 
 One Ansible task hands the play's batch of hosts to :func:`run_batch`, which runs
@@ -62,11 +62,11 @@ def run_batch(items, work, workers=DEFAULT_WORKERS, per_key=DEFAULT_PER_BMC, key
     if workers < 1 or per_key < 1:
         raise ValidationError("workers (%r) and per-BMC cap (%r) must be at least 1" % (workers, per_key),
                               where="fleet")
-    hosts = [h for h, _ in items]
+    hosts = [pair[0] for pair in items]
     if len(set(hosts)) != len(hosts):
         dup = sorted({h for h in hosts if hosts.count(h) > 1})
         raise ValidationError("hosts listed twice: %s" % ", ".join(dup[:10]), where="fleet")
-    key = key or (lambda item: id(item))
+    key = key or id
     pending = deque((host, item, key(item)) for host, item in items)
     running = {}
     results = {}

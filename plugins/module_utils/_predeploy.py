@@ -196,10 +196,10 @@ def missing_slots(ids, expected_count):
         if not m:
             return []
         parsed.append((m.group(1), int(m.group(2))))
-    if not parsed or len({p for p, _ in parsed}) != 1:
+    if not parsed or len({pair[0] for pair in parsed}) != 1:
         return []
     prefix = parsed[0][0]
-    nums = {n for _, n in parsed}
+    nums = {pair[1] for pair in parsed}
     base = 0 if 0 in nums else 1
     return ["%s%d" % (prefix, n) for n in range(base, base + expected_count) if n not in nums]
 
@@ -551,13 +551,13 @@ def check_memory(ctx):
         if size:
             odd = [d for d in present if abs((d.memory_gib or 0) - size) > MEMORY_TOLERANCE * size]
             if odd:
-                problems.append("%s is %s GiB, expected %s GiB" % (_slot(odd[0]), _fmt_gib(odd[0].memory_gib),
-                                                                    _fmt_gib(size)))
+                problems.append("%s is %s GiB, expected %s GiB"
+                                % (_slot(odd[0]), _fmt_gib(odd[0].memory_gib), _fmt_gib(size)))
         if problems:
             empty = [_slot(d) for d in dimms if d not in present]
             if empty and len(present) < want["dimm_count"]:
-                problems.append("slot %s empty" % ", ".join(empty[:8]) + (" (+%d more)" % (len(empty) - 8)
-                                                                           if len(empty) > 8 else ""))
+                more = " (+%d more)" % (len(empty) - 8) if len(empty) > 8 else ""
+                problems.append("slot %s empty%s" % (", ".join(empty[:8]), more))
             return failed("; ".join(problems),
                           "reseat or replace the DIMMs named; the SKU needs %d × %s GiB (%s GiB)"
                           % (want["dimm_count"], _fmt_gib(size or want["total_gib"] / max(want["dimm_count"], 1)),
@@ -668,8 +668,8 @@ def _check_nics(ctx):
         if want.get("speed_gbps"):
             slow = [n for n in match if n.speed_gbps is not None and n.speed_gbps < want["speed_gbps"]]
             if slow:
-                problems.append("%s links at %g Gb/s, expected %g Gb/s" % (_slot(slow[0]), slow[0].speed_gbps,
-                                                                         want["speed_gbps"]))
+                problems.append("%s links at %g Gb/s, expected %g Gb/s"
+                                % (_slot(slow[0]), slow[0].speed_gbps, want["speed_gbps"]))
     if problems:
         return failed("; ".join(problems),
                       "check the adapters named are seated in the slots the SKU plans and their transceivers "
@@ -703,8 +703,8 @@ def _check_nvme(ctx):
                  and (not want.get("model") or model_matches(want["model"], d.model))
                  and d.capacity_gb < want["capacity_gb"] * (1 - NVME_CAPACITY_TOLERANCE)]
         if small:
-            problems.append("%s holds %.0f GB, expected %.0f GB" % (_slot(small[0]), small[0].capacity_gb,
-                                                                   want["capacity_gb"]))
+            problems.append("%s holds %.0f GB, expected %.0f GB"
+                            % (_slot(small[0]), small[0].capacity_gb, want["capacity_gb"]))
     if problems:
         return failed("; ".join(problems), "reseat or replace the drives named; check the drive bay backplane",
                       expected=want, observed=observed)
@@ -784,8 +784,8 @@ def check_health_rollup(ctx):
             if c.get("health") in ("Warning", "Critical")]
     bad += ["%s %s" % (_slot(c), c.health) for c in inv.components if c.health in ("Warning", "Critical")]
     if worst in ("Warning", "Critical"):
-        return failed("health roll-up %s: %s" % (worst, ", ".join(bad[:6]) + (" (+%d more)" % (len(bad) - 6)
-                                                                             if len(bad) > 6 else "")),
+        more = " (+%d more)" % (len(bad) - 6) if len(bad) > 6 else ""
+        return failed("health roll-up %s: %s%s" % (worst, ", ".join(bad[:6]), more),
                       "read the SEL and the named components' status, fix the cause and rerun",
                       expected="OK", observed={"rollup": worst, "unhealthy": bad})
     if worst is None:
@@ -849,7 +849,7 @@ def check_sel_clean(ctx):
                       "read the SEL entries, fix their cause (replace the part they name), then clear the SEL "
                       "(LogService.ClearLog) and rerun",
                       observed=[{"id": e.id, "created": e.created, "message": e.message, "message_id": e.message_id}
-                                for _, e in critical[-5:]])
+                                for _when, e in critical[-5:]])
     return passed(observed={"entries": len(ctx.inv.sel), "critical_since_cutoff": 0},
                   reason="no critical SEL entries since %s" % since)
 
@@ -1308,7 +1308,7 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
         return obs, warns, results, verdict
 
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                                key=lambda item: item["endpoint"]["url"])
+                         key=lambda item: item["endpoint"]["url"])
     all_results, verdicts, hosts, warnings, total_requests, by_host = [], {}, {}, [], 0, {}
     for host, item in items:
         out = outcomes[host]

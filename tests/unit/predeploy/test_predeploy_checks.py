@@ -6,7 +6,6 @@ The clean inventory below mirrors what the Supermicro SYS-821GE-TNHR capture
 itself through the Redfish reader are in test_predeploy_mockups.py.
 """
 
-import copy
 from datetime import datetime, timezone
 
 import pytest
@@ -85,7 +84,8 @@ def observation(manifest, **changes):
     return obs
 
 
-def run(manifest, obs, node=NODE, **kw):
+def run(manifest, obs, node=None, **kw):
+    node = node or NODE
     results, gate = judge(node, manifest, obs, "run-test", sel_cutoff=parse_cutoff("30d", NOW), now=NOW, **kw)
     return {r.check: r for r in results}, gate
 
@@ -120,7 +120,7 @@ def test_absent_gpu_state_is_an_empty_slot(manifest):
     obs = observation(manifest)
     gpu = [c for c in obs.inventory.components if c.id == "GPU3"][0]
     gpu.state, gpu.location = "Absent", "GPU_SXM_3"
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["gpus"].reason == "expected 8 × H100 80GB HBM3, found 7; slot GPU_SXM_3 empty"
 
 
@@ -138,7 +138,7 @@ def test_pcie_downtrain(manifest):
 def test_serial_mismatch_says_rack_and_u(manifest):
     obs = observation(manifest)
     obs.inventory.chassis[0]["serial"] = "C8010MM21A39999"
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["chassis_serial"].reason == (
         "twin says chassis serial C8010MM21A30102 at r01 U2, BMC reports Chassis/1=C8010MM21A39999")
     assert "pull-out tag" in res["chassis_serial"].remediation
@@ -148,12 +148,12 @@ def test_sel_critical_within_cutoff(manifest):
     obs = observation(manifest)
     obs.inventory.sel.append(SelEntry("3", created="2026-11-29T09:15:00+00:00", severity="Critical",
                                       message="GPU5 Uncorrectable ECC error"))
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["sel_clean"].status == FAIL
     assert res["sel_clean"].reason == ("1 critical SEL entry since 2026-10-30T12:00:00Z; latest "
                                        "2026-11-29T09:15:00+00:00: GPU5 Uncorrectable ECC error")
     # 'all' makes the old PSU entry count too
-    results, _ = judge(NODE, manifest, obs, "r", sel_cutoff=parse_cutoff("all"), now=NOW)
+    results, _ignored = judge(NODE, manifest, obs, "r", sel_cutoff=parse_cutoff("all"), now=NOW)
     assert [r.reason for r in results if r.check == "sel_clean"][0].startswith("2 critical SEL entries since the "
                                                                                "start of the log")
 
@@ -161,7 +161,7 @@ def test_sel_critical_within_cutoff(manifest):
 def test_undated_critical_entry_counts(manifest):
     obs = observation(manifest)
     obs.inventory.sel.append(SelEntry("9", created=None, severity="Critical", message="Fan1 failure"))
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["sel_clean"].status == FAIL and "undated" in res["sel_clean"].reason
 
 
@@ -196,14 +196,14 @@ def test_missing_lease_source_is_not_run_and_keeps_gate_closed(manifest):
     assert res["address_reserved"].status == BLOCKED
     assert gate.status == BLOCKED
     assert gate.reason == "address_reserved: blocked by lease_captured (not_run)"
-    _, opt_gate = run(manifest, obs, graph=check_graph(manifest, optional=("lease_captured", "address_reserved")))
+    _ignored, opt_gate = run(manifest, obs, graph=check_graph(manifest, optional=("lease_captured", "address_reserved")))
     assert opt_gate.status == PASS
 
 
 def test_address_conflict(manifest):
     obs = observation(manifest)
     obs.discovery["conflict"] = "3c:ec:ef:99:99:99"
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["address_reserved"].reason == "planned BMC address 10.10.1.12 is leased to another MAC 3c:ec:ef:99:99:99"
 
 
@@ -230,7 +230,7 @@ def test_wrong_system_model_and_power_control(manifest):
     obs = observation(manifest)
     obs.inventory.systems[0]["model"] = "SYS-421GE-TNRT"
     obs.inventory.capabilities["power_actions"] = ["On", "GracefulRestart"]
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["system_model"].reason == ("Systems/1 reports model 'SYS-421GE-TNRT', expected 'SYS-821GE-TNHR' "
                                           "(SKU hgx_h100_supermicro)")
     assert res["power_control"].reason == "ComputerSystem.Reset offers On, GracefulRestart, no way to power off"
@@ -239,7 +239,7 @@ def test_wrong_system_model_and_power_control(manifest):
 def test_firmware_inventory_missing_component(manifest):
     obs = observation(manifest)
     obs.inventory.firmware = [f for f in obs.inventory.firmware if f.id != "BIOS"]
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["firmware_inventory"].status == FAIL
     assert res["firmware_inventory"].reason == "FirmwareInventory has no member for bios (BIOS: 0 of 1)"
 
@@ -248,7 +248,7 @@ def test_incomplete_inventory_is_not_absent(manifest):
     obs = observation(manifest)
     obs.inventory.incomplete = [{"part": "pcie", "uri": "/redfish/v1/Chassis/1/PCIeDevices", "reason": "HTTP 500"}]
     obs.inventory.components = [c for c in obs.inventory.components if c.kind != "gpu"]
-    res, _ = run(manifest, obs)
+    res, _ignored = run(manifest, obs)
     assert res["gpus"].reason == ("the GPU inventory could not be read completely (/redfish/v1/Chassis/1/PCIeDevices: "
                                   "HTTP 500); what was read: expected 8 × H100 80GB HBM3, found 0")
 

@@ -121,7 +121,7 @@ def test_isc_later_stanza_wins_and_non_lease_statements_are_skipped():
     assert freed is None
     assert why == ("only a stale lease for BMC MAC 3c:ec:ef:a1:00:02: 10.20.1.58 ended 2024-05-02T09:30:00Z"
                    " (state free)")
-    forever, _ = index.find("7c:c2:55:0b:ad:01")
+    forever, _ignored = index.find("7c:c2:55:0b:ad:01")
     assert forever.address == "10.20.1.60" and forever.ends is None and forever.starts == 1714644672.0
     none, why = index.find("00:25:90:aa:bb:cc")  # a host declaration is not a lease
     assert none is None and why == "no DHCP lease for BMC MAC 00:25:90:aa:bb:cc"
@@ -140,7 +140,7 @@ def test_kea_rows_supersede_and_states_map():
     leases = parse_kea_csv(KEA, where="kea-leases4.csv")
     assert len(leases) == 7
     index = LeaseIndex(leases, now=NOW)
-    a, _ = index.find("b8:3f:d2:00:10:01")
+    a, _ignored = index.find("b8:3f:d2:00:10:01")
     assert (a.address, a.subnet_id, a.hostname, a.ends, a.starts) == (
         "10.20.2.11", 12, "gb200-t01-bmc", 1714648272.0, 1714644672.0)
     deleted, why = index.find("b8:3f:d2:00:10:02")
@@ -149,7 +149,7 @@ def test_kea_rows_supersede_and_states_map():
     assert declined is None and "state declined" in why
     reclaimed, why = index.find("b8:3f:d2:00:10:04")
     assert reclaimed is None and "state expired" in why
-    renewed, _ = index.find("b8:3f:d2:00:10:05")
+    renewed, _ignored = index.find("b8:3f:d2:00:10:05")
     assert renewed.hostname == "new-name" and renewed.ends == 1714651872.0
 
 

@@ -10,8 +10,6 @@ Systems/DGX/Storage collection has no Members, the Cray Reset action offers On/F
 import importlib.util
 import pathlib
 
-import pytest
-
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import BLOCKED, FAIL, NOT_RUN, PASS
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import (
     StageSettings, check_graph, judge, observe_node, parse_cutoff)
@@ -59,7 +57,7 @@ def test_supermicro_hgx_h100(mockups, repo_root):
 
 
 def test_dgx_h100_two_systems(mockups, repo_root):
-    res, gate, _ = audit(mockups, repo_root, "libredfish-nvidia_viking", "dgx_h100", "1663123000052")
+    res, gate, _ignored = audit(mockups, repo_root, "libredfish-nvidia_viking", "dgx_h100", "1663123000052")
     assert res["chassis_serial"].status == PASS and res["chassis_serial"].reason == "Chassis/DGX serial 1663123000052"
     assert res["gpus"].status == PASS and res["gpus"].observed == {"count": 8, "models": ["H100 80GB HBM3"]}
     assert res["cpus"].reason == "model not reported by the BMC for DevType1_CPU0, DevType1_CPU1; count checked"
@@ -72,7 +70,7 @@ def test_dgx_h100_two_systems(mockups, repo_root):
 
 
 def test_gb200_null_model_and_leak(mockups, repo_root):
-    res, gate, _ = audit(mockups, repo_root, "libredfish-nvidia_gb200", "gb200_nvl_tray", "1333024020524")
+    res, gate, _ignored = audit(mockups, repo_root, "libredfish-nvidia_gb200", "gb200_nvl_tray", "1333024020524")
     assert res["system_model"].reason == "Model null on Systems/System_0 as the SKU says; GB200 NVL found"
     assert res["cpus"].reason == "as Systems/HGX_Baseboard_0 reports them"
     assert res["nvme"].status == PASS  # 9 drives listed under both System_0 Storage and Chassis: counted once
@@ -83,7 +81,7 @@ def test_gb200_null_model_and_leak(mockups, repo_root):
 
 
 def test_cray_ex235a_power_control_without_restart(mockups, repo_root):
-    res, _, _ = audit(mockups, repo_root, "cray-EX235a", "cray_ex235a", "ANY")
+    res, _ignored, _ignored = audit(mockups, repo_root, "cray-EX235a", "cray_ex235a", "ANY")
     assert res["power_control"].status == PASS
     assert res["power_control"].reason == "no restart type; a restart is done as power off then on"
     assert res["chassis_serial"].reason == "twin says chassis serial ANY at r1 U3, BMC reports Chassis/Node0=none"
