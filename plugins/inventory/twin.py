@@ -81,13 +81,13 @@ sites:
           - {hostname: gpu-r12-u02, u: 2, sku: hgx_h100_supermicro, serial: C8010MM21A30331,
              bmc_mac: "3c:ec:ef:12:02:01"}
 
-# inventories/big/fleet.twin.yml: a 10,000-node twin kept in its own file
-plugin: symphony.cluster.twin
-twin: fleet.yml
-sku_dir: /srv/symphony/skus
-cache: true
-cache_plugin: ansible.builtin.jsonfile
-cache_connection: /tmp/symphony-inventory-cache
+# inventories/big/fleet.twin.yml: a 10,000-node twin kept in its own file (JSON loads fastest), cached
+# plugin: symphony.cluster.twin
+# twin: fleet.json
+# sku_dir: /srv/symphony/skus
+# cache: true
+# cache_plugin: ansible.builtin.jsonfile
+# cache_connection: /var/cache/symphony/inventory
 """
 
 import os
