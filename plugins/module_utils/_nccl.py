@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nccl-tests / rccl-tests output, busbw factors and sweep shape checks (pure).
 
 Parsing (case P-C4 in ../shared/cases/parsing-cases.md): the text table is located from its header

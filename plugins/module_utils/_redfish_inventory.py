@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read a BMC's Redfish tree into the normalised :class:`NodeInventory`.
 
 ``read_inventory(client, system_id=None, sections=ALL_SECTIONS)`` walks Systems, Chassis,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fabric localisation simulation: 1,024 nodes, k bad node interfaces AND k bad fabric links.
 
 Fabric: a two-tier leaf/spine Clos (32 leaves x 32 nodes, 32 spines, one uplink cable per

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lab hosts: time to bring the lab up and down, and throughput over an unshaped, a degraded-interface and a
 degraded-link path (iperf3, 2 s each).  The issue asks for lab-up under 30 s.  Needs root; when a lab is
 already up (someone is using it) it is left alone: up/down are not re-measured and the figures come from the

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """``dcgmi diag -j`` JSON, both the DCGM 3.x and the 4.x layouts (parsing cases P-C1, P-C2).
 
 3.x: top key ``"DCGM GPU Diagnostic"``, results carry ``gpu_ids`` (a string

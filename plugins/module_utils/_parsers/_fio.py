@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """fio ``--output-format=json`` across fio 2.x and 3.x (parsing case P-C5).
 
 fio 2.x reports latencies under ``clat``/``lat`` in microseconds, 3.x under

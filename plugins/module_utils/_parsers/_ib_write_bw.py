@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """perftest ``ib_write_bw`` text output (per HCA).
 
 The result table is ``#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]`` (or

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """iperf3 ``-J`` JSON (TCP) from the client side.
 
 Reads ``end.sum_sent``/``end.sum_received`` (``bits_per_second``, ``bytes``, ``seconds``,

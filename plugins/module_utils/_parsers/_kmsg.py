@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kernel log records in the forms burn-in reads them, and the hardware-error scan.
 
 Forms: raw ``/dev/kmsg`` records ``prio,seq,usec,flags;message`` (continuation

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """``nvidia-smi -q -x`` XML across DTD versions v11, v12 and v13 (parsing case P-C3).
 
 Values carry units (``27 C``, ``67.03 W``, ``81920 MiB``, ``16x``) and many are

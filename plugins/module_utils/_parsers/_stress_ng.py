@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """stress-ng ``--metrics-brief`` output (parsing case P-C11).
 
 Lines carry a ``stress-ng: <level>:  [pid]`` prefix (``info``; newer releases print the
