@@ -85,6 +85,42 @@ def pick_spares(candidates, burn_in, exclude, count):
     return chosen, skipped
 
 
+def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=None):
+    """Slurm ``NodeName`` of each node and spare: ``({node: slurm_name}, {spare: why skipped})``.
+
+    ``nodes``/``spares``: inventory (twin) hostnames; ``slurm_nodes``: :meth:`_slurm.Slurm.node_states` output
+    (``{NodeName: {"addr", "hostname", ...}}``); ``addresses``: ``{node: address}`` (the inventory's
+    ``ansible_host``); ``explicit``: ``{node: NodeName}`` given by the operator.  A node is its explicit name,
+    else itself when Slurm has a node of that name, else the Slurm node whose ``NodeAddr`` or ``NodeHostName``
+    equals its address (in the demo the twin's ``gpu-r01-u02`` is the lab host ``lab1`` at 10.77.0.11).
+    A node of the run that Slurm does not know raises :class:`ValidationError` naming it; such a spare is
+    left out of the spare pool with the reason.
+    """
+    addresses, explicit = addresses or {}, explicit or {}
+    by_addr = {}
+    for name, rec in slurm_nodes.items():
+        for key in (rec.get("addr"), rec.get("hostname")):
+            if key:
+                by_addr.setdefault(key, name)
+    names, skipped = {}, {}
+    for host in list(nodes) + [s for s in spares if s not in nodes]:
+        if explicit.get(host):
+            name, how = explicit[host], "NodeName %s (slurm_names)" % explicit[host]
+        else:
+            name, how = host, "NodeName %s" % host
+            if host not in slurm_nodes and addresses.get(host) in by_addr:
+                name = by_addr[addresses[host]]
+        if name in slurm_nodes:
+            names[host] = name
+            continue
+        why = "Slurm has no %s%s" % (how, " nor a NodeAddr/NodeHostName %s" % addresses[host]
+                                     if not explicit.get(host) and addresses.get(host) else "")
+        if host in nodes:
+            raise ValidationError("node %s is not a Slurm node: %s" % (host, why), where=host)
+        skipped[host] = why
+    return names, skipped
+
+
 def decide(attempt, number, max_attempts, spares_available):
     """What to do after attempt ``number`` (1-based).
 
@@ -275,19 +311,21 @@ def node_results(result, run_id, clock=time.time):
 # ----------------------------------------------------------------------------- real side effects
 
 def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, partition=None, model=None,
-                   gpu=None, gpus_per_node=8, warmup=1, poll_s=2.0):
+                   gpu=None, gpus_per_node=8, warmup=1, poll_s=2.0, names=None):
     """A ``launch`` callable: sbatch ``script`` on the scale's nodes, wait, parse the log, compute MFU.
 
     ``log_format``: ``torchtitan``, ``megatron`` or ``smoke`` (``_recipes``).  ``model``:
     an ``_mfu`` model name or dict (default: the scale's recipe label, e.g. ``llama3_8b``);
     for the smoke workload the model and the measured CPU GEMM peak come from its own
-    summary line.  ``gpu``: accelerator name for the dense peak table.
+    summary line.  ``gpu``: accelerator name for the dense peak table.  ``names``: ``{node: Slurm NodeName}``
+    (:func:`resolve_slurm_names`; a node missing from it is its own Slurm name).
     """
+    names = names or {}
     from ansible_collections.symphony.cluster.plugins.module_utils import _mfu, _recipes, _slurm
 
     def launch(scale, nodes, attempt):
         name = "%s-a%d-n%d" % (job_name, attempt, len(nodes))
-        job_id = slurm.submit(script, nodes=nodes, partition=partition, job_name=name)
+        job_id = slurm.submit(script, nodes=[names.get(n, n) for n in nodes], partition=partition, job_name=name)
         job = slurm.wait(job_id, timeout_s, poll_s=poll_s)
         log = job.get("stdout") or os.path.join(log_dir, "%s-%s.out" % (name, job_id))
         out = {"job": job, "log": log, "mfu": None}
@@ -317,21 +355,26 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, part
     return launch
 
 
-def file_telemetry(path, z_threshold=3.5, delta_c=10.0, max_temp_margin_c=3.0, max_operating_temp_c=None):
+def file_telemetry(path, z_threshold=3.5, delta_c=10.0, max_temp_margin_c=3.0, max_operating_temp_c=None,
+                   names=None):
     """A ``telemetry`` callable reading the run's telemetry file (the lab's source) and finding outliers.
 
-    Only the GPUs of the nodes in the run are compared with each other.
+    Only the GPUs of the nodes in the run are compared with each other.  Rows may name a node by its
+    inventory name or by its Slurm name (``names``: ``{node: Slurm NodeName}``); outliers name the node by its
+    inventory name.
     """
+    to_node = {slurm_name: node for node, slurm_name in (names or {}).items()}
     from ansible_collections.symphony.cluster.plugins.module_utils import _outliers
 
     def telemetry(nodes, attempt):
         if not os.path.exists(path):
             raise ToolNotFoundError("telemetry file %s does not exist" % path, where=path)
         trace = _outliers.load_file(path)
-        keep = [i for i, gpu in enumerate(trace.gpus) if gpu[0] in nodes]
+        gpus = [(gpu[0] if gpu[0] in nodes else to_node.get(gpu[0], gpu[0]),) + tuple(gpu[1:]) for gpu in trace.gpus]
+        keep = [i for i, gpu in enumerate(gpus) if gpu[0] in nodes]
         if not keep:
             raise ToolNotFoundError("telemetry file has no sample for %s" % ", ".join(nodes), where=path)
-        sub = _outliers.Telemetry([trace.gpus[i] for i in keep],
+        sub = _outliers.Telemetry([gpus[i] for i in keep],
                                   {m: a[keep] for m, a in trace.values.items()}, source=path)
         return _outliers.find_outliers(sub, z_threshold=z_threshold, delta_c=delta_c,
                                        max_temp_margin_c=max_temp_margin_c,
@@ -357,20 +400,23 @@ def run_cluster_validation(opts, ledger, slurm, run_id):
     ``targets`` (SKU ``validation.mfu_targets``-shaped), ``telemetry_file``, ``thermal``
     (``z_threshold``, ``delta_c``, ``max_temp_margin_c``), ``max_operating_temp_c``,
     ``max_attempts``, ``model``, ``gpu``, ``gpus_per_node``, ``warmup``, ``cluster``,
-    ``sku``, ``out_dir``, ``poll_s``.  Returns ``{"result", "certificate", "paths", "gates"}``.
+    ``sku``, ``out_dir``, ``poll_s``, ``slurm_names`` (``{node: Slurm NodeName}`` where they differ, see
+    :func:`resolve_slurm_names`).  Nodes are named by their inventory names in the ledger and the certificate,
+    by their Slurm names towards Slurm.  Returns ``{"result", "certificate", "paths", "gates"}``.
     """
     from ansible_collections.symphony.cluster.plugins.module_utils import _handoff
     thermal = opts.get("thermal") or {}
+    names = dict(opts.get("slurm_names") or {})
     scales = scales_from_targets(opts["targets"])
     launch = slurm_launcher(slurm, opts["script"], opts["log_dir"], opts.get("job_name", "cluster-validation"),
                             opts.get("timeout_s", 1800), opts["log_format"], partition=opts.get("partition"),
                             model=opts.get("model"), gpu=opts.get("gpu"), gpus_per_node=opts.get("gpus_per_node", 8),
-                            warmup=opts.get("warmup", 1), poll_s=opts.get("poll_s", 2.0))
+                            warmup=opts.get("warmup", 1), poll_s=opts.get("poll_s", 2.0), names=names)
     if opts.get("telemetry_file"):
         telemetry = file_telemetry(opts["telemetry_file"], z_threshold=thermal.get("z_threshold", 3.5),
                                    delta_c=thermal.get("delta_c", 10.0),
                                    max_temp_margin_c=thermal.get("max_temp_margin_c", 3.0),
-                                   max_operating_temp_c=opts.get("max_operating_temp_c"))
+                                   max_operating_temp_c=opts.get("max_operating_temp_c"), names=names)
     else:
         def telemetry(nodes, attempt):
             raise ToolNotFoundError("no telemetry source configured for this run", where="telemetry")
@@ -378,7 +424,10 @@ def run_cluster_validation(opts, ledger, slurm, run_id):
     def on_event(kind, node, data):
         ledger.record_event(node, kind, dict(data, run_id=run_id))
 
-    result = run_validation(list(opts["nodes"]), scales, launch, telemetry, slurm.drain,
+    def drain(node, reason):
+        slurm.drain(names.get(node, node), reason)
+
+    result = run_validation(list(opts["nodes"]), scales, launch, telemetry, drain,
                             ledger_spares(ledger, list(opts.get("spares") or [])), int(opts.get("max_attempts", 3)),
                             on_event=on_event)
     results, verdicts = node_results(result, run_id)

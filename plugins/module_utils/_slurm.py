@@ -181,7 +181,11 @@ class Slurm:
         self._call(["scontrol", "update", "nodename=%s" % node, "state=RESUME"], where=node)
 
     def node_states(self, nodes=None):
-        """``{node: {"state": "IDLE+DRAIN", "reason": "..."}}`` from ``scontrol show node -o``."""
+        """``{node: {"state": "IDLE+DRAIN", "reason": "...", "addr": "10.77.0.12", "hostname": "lab2"}}``.
+
+        From ``scontrol show node -o``; ``addr``/``hostname`` are the node's ``NodeAddr``/``NodeHostName``
+        (empty when Slurm does not print them).
+        """
         argv = ["scontrol", "show", "node", "-o"]
         if nodes:
             argv.append(",".join(validate_node_names(nodes)))
@@ -190,7 +194,8 @@ class Slurm:
         for line in out.splitlines():
             rec = parse_job_record(line)
             if "NodeName" in rec:
-                states[rec["NodeName"]] = {"state": rec.get("State", "UNKNOWN"), "reason": rec.get("Reason", "")}
+                states[rec["NodeName"]] = {"state": rec.get("State", "UNKNOWN"), "reason": rec.get("Reason", ""),
+                                           "addr": rec.get("NodeAddr", ""), "hostname": rec.get("NodeHostName", "")}
         return states
 
 

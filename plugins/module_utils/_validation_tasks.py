@@ -253,17 +253,25 @@ VALIDATE_SPEC = {
     "dest": {"type": "path", "required": True},
     "ledger": {"type": "str"},
     "slurm_conf": {"type": "path"},
+    "addresses": {"type": "dict", "default": {}},
+    "slurm_names": {"type": "dict", "default": {}},
     "run_id": {"type": "str"},
 }
 
 
-def plan_validate(p, burn_in):
-    """Pure: the scales, nodes and eligible spares a run would use (check mode)."""
+def plan_validate(p, burn_in, slurm_names=None, not_in_slurm=None):
+    """Pure: the scales, nodes, Slurm names and eligible spares a run would use (check mode).
+
+    ``burn_in``: ``{node: burn_in gate status}``; ``slurm_names``/``not_in_slurm``: from
+    :func:`_evict.resolve_slurm_names`.
+    """
     from ansible_collections.symphony.cluster.plugins.module_utils import _evict
     scales = _evict.scales_from_targets(p["targets"])
-    spares, skipped = _evict.pick_spares(p["spares"], burn_in, set(p["nodes"]), len(p["nodes"]))
+    candidates = [s for s in p["spares"] if s not in (not_in_slurm or {})]
+    spares, skipped = _evict.pick_spares(candidates, burn_in, set(p["nodes"]), len(p["nodes"]))
+    skipped.update(not_in_slurm or {})
     return {"scales": [s.to_dict() for s in scales], "nodes": p["nodes"], "eligible_spares": spares,
-            "skipped_spares": skipped, "max_attempts": p["max_attempts"]}
+            "skipped_spares": skipped, "max_attempts": p["max_attempts"], "slurm_names": slurm_names or {}}
 
 
 def run_validate(p, check_mode=False):
@@ -274,14 +282,18 @@ def run_validate(p, check_mode=False):
     ledger = open_ledger(p.get("ledger"))
     gates = ledger.current_gates()
     burn_in = {n: s["burn_in"].status for n, s in gates.items() if "burn_in" in s}
-    if check_mode:
-        return {"changed": False, "plan": plan_validate(p, burn_in)}
     env = dict(os.environ, SLURM_CONF=p["slurm_conf"]) if p.get("slurm_conf") else None
-    opts = dict(p, out_dir=p["dest"])
-    out = _evict.run_cluster_validation(opts, ledger, Slurm(env=env), p.get("run_id") or _gate.new_run_id("cv"))
+    slurm = Slurm(env=env)
+    names, not_in_slurm = _evict.resolve_slurm_names(p["nodes"], p["spares"], slurm.node_states(),
+                                                     addresses=p.get("addresses"), explicit=p.get("slurm_names"))
+    if check_mode:
+        return {"changed": False, "plan": plan_validate(p, burn_in, names, not_in_slurm)}
+    opts = dict(p, out_dir=p["dest"], slurm_names=names,
+                spares=[s for s in p["spares"] if s not in not_in_slurm])
+    out = _evict.run_cluster_validation(opts, ledger, slurm, p.get("run_id") or _gate.new_run_id("cv"))
     result = out["result"]
     return {"changed": True, "status": result["status"], "reason": result["reason"],
             "final_nodes": result["final_nodes"], "evicted": result["evicted"],
             "replacements": result["replacements"], "outliers": result["outliers"], "actions": result["actions"],
             "certificate": out["certificate"], "paths": {"json": out["paths"][0], "text": out["paths"][1]},
-            "gates": out["gates"]}
+            "gates": out["gates"], "slurm_names": names, "spares_not_in_slurm": not_in_slurm}

@@ -15,7 +15,9 @@ description:
     meets its target or O(max_attempts) is reached.
   - Records check results C(training_run), C(mfu_target), C(telemetry_outliers) and the C(cluster_validation)
     gate per node, C(drain)/C(spare_promoted) events, and writes the handoff certificate (JSON and text) to O(dest).
-  - Check mode returns the plan (scales, nodes, eligible spares) without submitting anything.
+  - The ledger and the certificate name nodes by their inventory (twin) names; Slurm gets their Slurm names
+    (O(slurm_names), else the C(NodeName) equal to the inventory name, else the one at the node's address).
+  - Check mode returns the plan (scales, nodes, Slurm names, eligible spares) without submitting anything.
 version_added: 0.1.0
 author:
   - symphony.cluster maintainers (@symphony-cluster)
@@ -107,6 +109,20 @@ options:
   slurm_conf:
     description: C(SLURM_CONF) for the Slurm client commands (the lab's slurm.conf).
     type: path
+  addresses:
+    description:
+      - Address of each node and spare (the inventory's C(ansible_host)), as C({node: address}).
+      - A node whose name is not a Slurm C(NodeName) is the Slurm node whose C(NodeAddr) or C(NodeHostName)
+        is its address (in the demo the twin's C(gpu-r01-u02) is the lab host C(lab1)).
+    type: dict
+    default: {}
+  slurm_names:
+    description:
+      - Slurm C(NodeName) of nodes and spares whose inventory name is not, as C({node: NodeName}); wins over
+        O(addresses).
+      - A node of the run that Slurm does not know fails the task naming it; such a spare is left out of the pool.
+    type: dict
+    default: {}
   run_id:
     description: Run id for the ledger (generated when omitted).
     type: str
@@ -182,8 +198,16 @@ gates:
   description: C(cluster_validation) gate per node.
   returned: success
   type: dict
+slurm_names:
+  description: Slurm C(NodeName) of each node and usable spare, as C({node: NodeName}).
+  returned: success
+  type: dict
+spares_not_in_slurm:
+  description: Spares left out because Slurm does not know them, with the reason.
+  returned: success
+  type: dict
 plan:
-  description: Check mode only, the scales, nodes and eligible spares.
+  description: Check mode only, the scales, nodes, Slurm names and eligible spares.
   returned: check mode
   type: dict
 """

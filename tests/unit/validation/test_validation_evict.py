@@ -131,3 +131,44 @@ def test_file_telemetry_compares_only_the_run_nodes(tmp_path):
     assert _outliers.outlier_nodes(telemetry(["lab1", "lab2", "lab3", "lab4"], 1)) == ["lab4"]
     with pytest.raises(Exception, match="does not exist"):
         _evict.file_telemetry(str(tmp_path / "none.jsonl"))(["lab1"], 1)
+
+
+# `scontrol show node -o` of the lab (Slurm 22.05.8), trimmed to the fields the resolver reads and a few around.
+SCONTROL_NODES = "\n".join(
+    "NodeName=lab%d Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=11.42 "
+    "NodeAddr=10.77.0.1%d NodeHostName=lab%d Version=22.05.8 OS=Linux 6.18.44-fc-v669 #1 SMP PREEMPT_DYNAMIC @0  "
+    "RealMemory=24105 State=IDLE ThreadsPerCore=1 Partitions=lab" % (i, i, i) for i in (1, 2, 3, 4)) + "\n"
+
+
+def _lab_nodes():
+    from ansible_collections.symphony.cluster.plugins.module_utils import _slurm
+    return _slurm.Slurm(run=lambda argv, env=None, timeout=60: (0, SCONTROL_NODES, "")).node_states()
+
+
+def test_slurm_names_from_twin_addresses_as_in_the_demo():
+    nodes = _lab_nodes()
+    assert nodes["lab3"] == {"state": "IDLE", "reason": "", "addr": "10.77.0.13", "hostname": "lab3"}
+    addresses = {"gpu-r01-u02": "10.77.0.11", "gpu-r01-u07": "10.77.0.12", "gpu-r02-u02": "10.77.0.14",
+                 "gpu-r02-u07": "10.20.2.17"}
+    names, skipped = _evict.resolve_slurm_names(["gpu-r01-u02", "gpu-r01-u07"], ["gpu-r02-u07", "gpu-r02-u02"],
+                                                nodes, addresses=addresses)
+    assert names == {"gpu-r01-u02": "lab1", "gpu-r01-u07": "lab2", "gpu-r02-u02": "lab4"}
+    assert skipped == {"gpu-r02-u07": "Slurm has no NodeName gpu-r02-u07 nor a NodeAddr/NodeHostName 10.20.2.17"}
+    # Same names as Slurm (a real cluster, the molecule lab inventory): identity; explicit names win.
+    assert _evict.resolve_slurm_names(["lab1", "lab2"], [], nodes)[0] == {"lab1": "lab1", "lab2": "lab2"}
+    assert _evict.resolve_slurm_names(["n1"], [], nodes, explicit={"n1": "lab3"})[0] == {"n1": "lab3"}
+    with pytest.raises(Exception, match="node gpu-r09-u02 is not a Slurm node: Slurm has no NodeName gpu-r09"):
+        _evict.resolve_slurm_names(["gpu-r09-u02"], [], nodes, addresses={"gpu-r09-u02": "10.77.0.99"})
+    with pytest.raises(Exception, match="node n1 is not a Slurm node: Slurm has no NodeName lab9 \\(slurm_names\\)"):
+        _evict.resolve_slurm_names(["n1"], [], nodes, explicit={"n1": "lab9"})
+
+
+def test_file_telemetry_rows_by_slurm_name_name_the_inventory_node(tmp_path):
+    path = tmp_path / "telemetry.jsonl"
+    rows = [{"node": n, "gpu": g, "temp_c": 54.0 + g * 0.3 + (20.0 if (n, g) == ("lab2", 0) else 0.0)}
+            for n in ("lab1", "lab2", "lab3") for g in range(4) for _ in range(3)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    names = {"gpu-r01-u02": "lab1", "gpu-r01-u07": "lab2"}
+    found = _evict.file_telemetry(str(path), names=names)(["gpu-r01-u02", "gpu-r01-u07"], 1)
+    assert [(o["node"], o["gpu"]) for o in found] == [("gpu-r01-u07", 0)]
+    assert found[0]["value"] == pytest.approx(74.0)
