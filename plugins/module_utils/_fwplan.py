@@ -274,8 +274,8 @@ def build_plan(inventory, manifest, allow_downgrade=False, tunings_observed=None
             changes = bios_changes(bios["attributes"], current)
             step = Step(check="bios_settings", kind="bios_settings", phase="out_of_band",
                         action=UPDATE if changes else SKIP,
-                        reason=("%d of %d attributes differ: %s" % (len(changes), len(bios["attributes"]),
-                                                                   ", ".join(sorted(changes)))
+                        reason=("%d of %d attributes differ: %s"
+                                % (len(changes), len(bios["attributes"]), ", ".join(sorted(changes)))
                                 if changes else "all %d attributes as the SKU says" % len(bios["attributes"])),
                         changes=changes)
         plan.steps.append(step)
@@ -317,8 +317,8 @@ def format_plan(host, plan):
         if s.action == SKIP or s.check == "tunings":
             continue
         if s.check == "bios_settings":
-            lines.append("%s: bios_settings: %s" % (host, ", ".join("%s %r -> %r" % (k, v[0], v[1])
-                                                              for k, v in sorted(s.changes.items()))))
+            changed = ", ".join("%s %r -> %r" % (k, v[0], v[1]) for k, v in sorted(s.changes.items()))
+            lines.append("%s: bios_settings: %s" % (host, changed))
             continue
         lines.append("%s: %s [%s] %s -> %s via %s (%s): %s" % (
             host, s.check, s.action, ",".join(sorted({str(v) for v in s.observed.values()})) or "-",

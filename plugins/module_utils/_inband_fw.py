@@ -332,7 +332,7 @@ def run_inband(steps, image_dir, nvfwupd_target=None, timeout_s=DEFAULT_TIMEOUT_
     for step in steps:
         check = step["check"]
         if stop:
-            out[check] = {"status": "blocked", "reason": "blocked by %s (%s)" % stop}
+            out[check] = {"status": "blocked", "reason": "blocked by %s (%s)" % (stop[0], stop[1])}
             continue
         try:
             if step["method"] == "nvfwupd":

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
-    RedfishError,
     SymphonyError,
     ValidationError,
 )
@@ -48,7 +47,6 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fwplan import (
     build_plan,
     diff_of,
     format_plan,
-    members_of,
     attribute_value,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import (
@@ -323,8 +321,8 @@ def apply_oob_firmware(nd, step):
         nd.applied[step.component] = "staged"
         return passed(observed=step.observed, expected=step.target,
                       evidence={"staged": step.target, "from": observed, "staged_by": earlier.run_id},
-                      reason="%s staged by run %s; activates at the runtime boot reset" % (step.target,
-                                                                                        earlier.run_id))
+                      reason="%s staged by run %s; activates at the runtime boot reset"
+                      % (step.target, earlier.run_id))
     data, digest = checked_image(nd.settings, step)
     caps = nd.inv.capabilities
     uris = _member_uris(nd.inv, step)
@@ -511,8 +509,8 @@ def verify(nd):
     for s in plan.steps:
         if s.check.startswith("firmware:") and s.action != SKIP:
             reads = ", ".join("%s=%s" % kv for kv in sorted(s.observed.items()) if kv[1] not in s.accepted)
-            wrong.append("%s: expected %s, BMC reports %s" % (s.component, " or ".join(s.accepted),
-                                                             reads or s.reason))
+            wrong.append("%s: expected %s, BMC reports %s"
+                         % (s.component, " or ".join(s.accepted), reads or s.reason))
         if s.check == "bios_settings" and s.changes:
             wrong.extend("BIOS %s: expected %r, BMC reports %r" % (k, v[1], v[0]) for k, v in sorted(s.changes.items()))
     observed = {"firmware": {s.component: sorted({str(v) for v in s.observed.values()})
@@ -648,7 +646,7 @@ def process_node(host, item, settings, run_id, ledger, registries, phase, check_
         for name in graph.order():
             if name not in by_check:
                 by_check[name] = CheckResult(host, STAGE, name, NOT_RUN, "not reached in this run", run_id=run_id)
-        results = derive_blocked(graph, [r for r in by_check.values()])
+        results = derive_blocked(graph, list(by_check.values()))
         verdict = compute_gate(graph, results, ledger.waivers(host, STAGE) if ledger else ())
         verdict.reason = scrub(verdict.reason, [settings.password])
         if ledger is not None and not check_mode:
@@ -744,7 +742,7 @@ def run_stage(nodes, manifests, settings, phase, run_id=None, check_mode=False, 
             own.close()
     hosts, warnings, lines, summary = {}, [], [], {}
     diff = {"before": {}, "after": {}}
-    for host, _ in items:
+    for host, _item in items:
         o = outcomes[host]
         entry = o.value if o.ok else {"error": o.error.get("msg"), "results": [], "writes": 0}
         entry = scrub(entry, secrets)

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ description:
   - Sends no write request to any BMC and writes no ledger row; safe in C(--check).
 version_added: 0.1.0
 author:
-  - symphony.cluster maintainers
+  - symphony.cluster maintainers (@symphony-cluster)
 options:
   nodes:
     description:

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ description:
   - Phase C(verify) ejects the runtime media, records the in-band and tuning results the role collected on the
     nodes, re-reads every version and BIOS attribute over Redfish and compares them with the manifest (a mismatch
     fails with both strings), and computes and records the gate.
-  - Every check result is appended to the ledger as soon as it is known, so a killed run can be rerun: finished
+  - Every check result is appended to the ledger as soon as it is known, so a killed run can be rerun; finished
     steps read as done from the BMC and are not redone, and an image staged by an earlier run is not uploaded again.
   - A node already at its manifest gets no write request at all.
 version_added: 0.1.0
 author:
-  - symphony.cluster maintainers
+  - symphony.cluster maintainers (@symphony-cluster)
 options:
   phase:
     description: C(out_of_band) applies the plan; C(verify) re-reads, records the in-band results and gates.
