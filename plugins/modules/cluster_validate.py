@@ -111,14 +111,14 @@ options:
     type: path
   addresses:
     description:
-      - Address of each node and spare (the inventory's C(ansible_host)), as C({node: address}).
+      - Address of each node and spare (the inventory's C(ansible_host)), as a dict of node name to address.
       - A node whose name is not a Slurm C(NodeName) is the Slurm node whose C(NodeAddr) or C(NodeHostName)
         is its address (in the demo the twin's C(gpu-r01-u02) is the lab host C(lab1)).
     type: dict
     default: {}
   slurm_names:
     description:
-      - Slurm C(NodeName) of nodes and spares whose inventory name is not, as C({node: NodeName}); wins over
+      - Slurm C(NodeName) of nodes and spares whose inventory name is not, a dict of node name to C(NodeName); wins over
         O(addresses).
       - A node of the run that Slurm does not know fails the task naming it; such a spare is left out of the pool.
     type: dict
@@ -199,7 +199,7 @@ gates:
   returned: success
   type: dict
 slurm_names:
-  description: Slurm C(NodeName) of each node and usable spare, as C({node: NodeName}).
+  description: Slurm C(NodeName) of each node and usable spare, by node name.
   returned: success
   type: dict
 spares_not_in_slurm:

@@ -124,7 +124,7 @@ def test_scale_larger_than_cluster_is_not_run_and_job_failure_fails():
 def test_file_telemetry_compares_only_the_run_nodes(tmp_path):
     path = tmp_path / "telemetry.jsonl"
     rows = [{"node": n, "gpu": 0, "temp_c": t} for n, t in (("lab1", 50.0), ("lab2", 51.0), ("lab3", 50.5),
-                                                            ("lab4", 90.0)) for _ in range(5)]
+                                                            ("lab4", 90.0)) for _sample in range(5)]
     path.write_text("\n".join(json.dumps(r) for r in rows))
     telemetry = _evict.file_telemetry(str(path), max_operating_temp_c=85.0)
     assert telemetry(["lab1", "lab2", "lab3"], 1) == []
@@ -166,7 +166,7 @@ def test_slurm_names_from_twin_addresses_as_in_the_demo():
 def test_file_telemetry_rows_by_slurm_name_name_the_inventory_node(tmp_path):
     path = tmp_path / "telemetry.jsonl"
     rows = [{"node": n, "gpu": g, "temp_c": 54.0 + g * 0.3 + (20.0 if (n, g) == ("lab2", 0) else 0.0)}
-            for n in ("lab1", "lab2", "lab3") for g in range(4) for _ in range(3)]
+            for n in ("lab1", "lab2", "lab3") for g in range(4) for _sample in range(3)]
     path.write_text("\n".join(json.dumps(r) for r in rows))
     names = {"gpu-r01-u02": "lab1", "gpu-r01-u07": "lab2"}
     found = _evict.file_telemetry(str(path), names=names)(["gpu-r01-u02", "gpu-r01-u07"], 1)
