@@ -56,6 +56,8 @@ options:
     description:
       - The SKU profile the gates use (C(production), or a profile the manifests declare such as C(lab)).
       - Exposed to every host as C(symphony_profile).
+      - A profile that a SKU of the twin does not declare fails the source (a typo never falls back to
+        the production gates).
     type: str
     default: production
 """
@@ -128,6 +130,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     path, option_keys=list(self._options),
                     twin_path=self._resolve(base, self.get_option("twin")),
                     sku_dir=self._resolve(base, self.get_option("sku_dir")))
+            _twin_inventory.check_profile(records["skus"], self.get_option("profile"))
             positions = _twin_inventory.read_positions(self.get_option("ledger"))
         except SymphonyError as exc:
             raise AnsibleParserError(to_native(exc))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError, TwinError
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import STAGES
 from ansible_collections.symphony.cluster.plugins.module_utils._ledger import default_ledger_path, open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
@@ -73,6 +73,21 @@ def build_records(source_path, option_keys=(), twin_path=None, sku_dir=None):
             groups.append("spares")
         hosts.append({"hostname": host, "vars": hostvars, "groups": groups})
     return {"skus": used, "hosts": hosts, "twin_path": path, "sku_dir": sku_dir}
+
+
+def check_profile(skus, profile):
+    """Raise :class:`ManifestError` when a SKU the twin uses does not declare ``profile``.
+
+    ``production`` is every SKU's default; any other profile (``lab``) must be declared in the manifest's
+    ``profiles`` or ``gates``, so a typo never silently falls back to the production gates.
+    """
+    if profile in (None, "", "production"):
+        return
+    for sku, manifest in sorted(skus.items()):
+        declared = set(manifest.get("profiles", {})) | set(manifest.get("gates", {}))
+        if profile not in declared:
+            raise ManifestError("SKU %r declares no profile %r (declared: %s)"
+                                % (sku, profile, ", ".join(sorted(declared | {"production"}))), where="profile")
 
 
 def read_positions(location=None):

@@ -181,3 +181,11 @@ def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
     assert listing["spares"]["hosts"] == ["gpu-r02-u42", "gpu-r02-u47"]
     assert len(listing["stage_racked"]["hosts"]) == 18
     assert "Failed to parse" not in out.stderr
+
+
+def test_unknown_profile_fails_instead_of_falling_back(parse, demo):
+    from ansible.errors import AnsibleParserError
+    with pytest.raises(AnsibleParserError, match="profile: SKU 'hgx_h100_supermicro' declares no profile 'labb' "
+                                                 r"\(declared: lab, production\)"):
+        parse(demo(profile="labb"))
+    assert parse(demo(profile="production")).groups["all"].get_vars()["symphony_profile"] == "production"
