@@ -33,16 +33,21 @@ def _error(data, path="site.twin.yml"):
 
 
 def test_demo_twin(repo_root):
+    """The shipped demo twin validates; its planned BMC addresses are network + bmc_first_host + U."""
+    import ipaddress
     path = str(repo_root / "inventories" / "demo" / "demo.twin.yml")
     data = load_yaml_file(path, TwinError)
     twin = _twin.validate_twin({k: data[k] for k in TWIN_KEYS if k in data}, path, known_skus=SKUS)
-    assert len(twin.nodes) == 18 and twin.spares() == ["gpu-r02-u42", "gpu-r02-u47"]
-    node = twin.nodes["gpu-r01-u02"]
-    # 10.10.1.0/24 + bmc_first_host 10 + U2
-    assert (node["bmc_address"], node["bmc_address_planned"], node["rack"]) == ("10.10.1.12", True, "r01")
-    assert twin.nodes["gpu-r02-u47"]["bmc_address"] == "10.10.2.57"
-    assert len(twin.links()) == 18 * 8
-    assert twin.sku_dir == str(repo_root / "skus")
+    racks = {r["name"]: r for site in data["sites"] for r in site["racks"]}
+    assert sorted(racks) == ["r01", "r02"] and twin.sku_dir == str(repo_root / "skus")
+    for rack in racks.values():
+        net = ipaddress.ip_network(rack["bmc_subnet"])
+        for node in rack["nodes"]:
+            got = twin.nodes[node["hostname"]]
+            assert got["bmc_address"] == str(net.network_address + rack.get("bmc_first_host", 0) + node["u"])
+            assert got["sku"] == "hgx_h100_supermicro" and got["rack"] == rack["name"]
+    assert twin.spares() == ["gpu-r01-u34", "gpu-r02-u34"]
+    assert len(twin.links()) == sum(len(n["fabric"]) for r in racks.values() for n in r["nodes"])
 
 
 def test_planned_addresses_are_deterministic(doc):
