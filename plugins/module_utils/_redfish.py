@@ -31,7 +31,11 @@ What sushy does not do and this module adds around it (cases in
 * task monitors of any URL shape, 202 on monitor and Task, ``Completed`` with a
   non-OK ``TaskStatus`` is a failure, 404 after a BMC reboot is "unknown" (R-15/17/18);
 * the session is always DELETEd when the client closes (R-23);
-* a per-BMC concurrency cap (semaphore) for threaded callers.
+* a per-BMC concurrency cap (semaphore) for threaded callers, and :meth:`RedfishClient.get_many`
+  running up to that many GETs at once;
+* ``keep_alive=True``: one requests Session whose connections stay open (sushy sends
+  ``Connection: close`` on every request, a TCP+TLS handshake each); the proxy/CA
+  environment is read once per client instead of on every request.
 
 Secrets: the password is kept only in sushy's auth object and never appears in an
 exception, a warning or ``repr``; the session token is never reported.
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import os
 import threading
 import time
 from urllib.parse import urljoin, urlparse, urlsplit, urlunsplit
@@ -203,6 +208,35 @@ class RedfishResponse:
         return "RedfishResponse(status=%r, location=%r)" % (self.status, self.location)
 
 
+if HAS_SUSHY:
+    class _Connector(sushy_connector.Connector):
+        """sushy's connector with connection reuse as an option and the environment read once.
+
+        ``keep_alive``: drop sushy's ``Connection: close`` default so the session's pooled
+        connections are reused (up to ``pool_size`` per BMC).  requests re-reads the proxy
+        and CA-bundle environment on every request (``trust_env``); here it is read once:
+        the proxies for this BMC's URL (``no_proxy`` honoured) go into the session and
+        ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` apply when ``verify`` is plain True,
+        as requests would do.
+        """
+
+        def __init__(self, url, keep_alive=False, pool_size=4, **kwargs):
+            verify = kwargs.get("verify", True)
+            if verify is True:
+                kwargs["verify"] = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+            super().__init__(url, **kwargs)
+            session = self._session
+            session.proxies.update(requests.utils.get_environ_proxies(url))
+            session.trust_env = False
+            if keep_alive:
+                session.headers.pop("Connection", None)
+                adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=max(1, int(pool_size)))
+                session.mount("https://", adapter)
+                session.mount("http://", adapter)
+else:  # pragma: no cover - the client refuses to start without sushy
+    _Connector = None
+
+
 class _RootShim:
     """The 'root resource' sushy's auth classes expect: only ``create_session``.
 
@@ -249,7 +283,7 @@ class RedfishClient:
     ``RedfishClient(base_url, username, password, verify=True, ca_path=None,
     connect_timeout=5, read_timeout=30, retries=3, backoff_s=0.5, max_backoff_s=30,
     max_retry_after_s=120, max_concurrency=4, auth="auto", registries=None,
-    registry_dir=None, use_expand=True, page_cap=100, sleep=time.sleep)``.
+    registry_dir=None, use_expand=True, page_cap=100, sleep=time.sleep, keep_alive=False)``.
 
     * ``base_url``: ``https://host[:port]`` (a trailing ``/redfish/v1`` is accepted).
     * ``verify``/``ca_path``: TLS verification is on by default; ``ca_path`` is a CA bundle
@@ -262,6 +296,10 @@ class RedfishClient:
     * ``auth``: ``session`` (X-Auth-Token, DELETEd at close), ``basic``, or ``auto``
       (session, falling back to Basic if a session cannot be created).
     * ``registries``: a :class:`MessageRegistries`; or ``registry_dir`` to load one.
+    * ``keep_alive``: reuse HTTP connections (up to ``max_concurrency`` per BMC) for the
+      client's lifetime instead of sushy's ``Connection: close`` per request; meant for
+      bursts of reads (an audit lasts seconds).  Off by default: some older BMCs (HPE iLO)
+      choke on long-lived connections (reference/numbers.md, "Round-trips").
 
     Use as a context manager (``with RedfishClient(...) as c:``): it logs in on entry and
     always DELETEs the session on exit.  :attr:`requests` counts HTTP requests sent,
@@ -275,7 +313,7 @@ class RedfishClient:
     def __init__(self, base_url, username=None, password=None, verify=True, ca_path=None,
                  connect_timeout=5, read_timeout=30, retries=3, backoff_s=0.5, max_backoff_s=30.0,
                  max_retry_after_s=120.0, max_concurrency=4, auth="auto", registries=None,
-                 registry_dir=None, use_expand=True, page_cap=100, sleep=time.sleep):
+                 registry_dir=None, use_expand=True, page_cap=100, sleep=time.sleep, keep_alive=False):
         if not HAS_SUSHY:
             raise RedfishError("the sushy Python library is required: %s" % SUSHY_IMPORT_ERROR, where="sushy")
         if auth not in ("session", "basic", "auto"):
@@ -293,6 +331,7 @@ class RedfishClient:
         self.max_concurrency = max(1, int(max_concurrency))
         self.use_expand = bool(use_expand)
         self.page_cap = max(1, int(page_cap))
+        self.keep_alive = bool(keep_alive)
         self._sleep = sleep
         self.requests = 0
         self.warnings = []
@@ -303,7 +342,8 @@ class RedfishClient:
         self._sem = threading.BoundedSemaphore(self.max_concurrency)
         self._lock = threading.Lock()
         self._tls = threading.local()
-        self._expand_param = None
+        self._pool = None
+        self._in_pool = threading.local()
         self._opened = False
         if registries is None:
             registries = MessageRegistries(directory=registry_dir)
@@ -318,9 +358,9 @@ class RedfishClient:
             self._warn("TLS certificate verification is disabled for %s (validate_certs=false)" % self.host)
         # server_side_retries=1 makes sushy try each request exactly once: the retry
         # policy (backoff, Retry-After, which statuses) is ours, see _send().
-        self._conn = sushy_connector.Connector(
-            self.base_url, verify=tls_verify, response_callback=self._on_response,
-            server_side_retries=1, server_side_retries_delay=0,
+        self._conn = _Connector(
+            self.base_url, keep_alive=self.keep_alive, pool_size=self.max_concurrency, verify=tls_verify,
+            response_callback=self._on_response, server_side_retries=1, server_side_retries_delay=0,
             default_request_timeout=self.read_timeout, connect_timeout=self.connect_timeout)
         self._root_shim = _RootShim(self)
         self._password = password
@@ -430,6 +470,9 @@ class RedfishClient:
                 auth.reset_session_attrs()
             except Exception:  # noqa: BLE001
                 pass
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         try:
             self._conn.close()
         except Exception:  # noqa: BLE001
@@ -645,31 +688,61 @@ class RedfishClient:
         """GET ``path`` -> :class:`RedfishResponse` (body may be None); ``ok_statuses`` are not raised."""
         return self._send("GET", path, ok_statuses=ok_statuses)
 
-    def expand_param(self):
-        """The ``$expand`` query this service advertises (``.($levels=1)``, ``~``, ``*``) or None.
+    def expand_param(self, levels=1, kind="."):
+        """The ``$expand`` query this service advertises (``.($levels=n)``, ``*``...) or None.
 
-        From ``ProtocolFeaturesSupported.ExpandQuery`` of the service root (DSP0266 §7.3).
+        From ``ProtocolFeaturesSupported.ExpandQuery`` of the service root (DSP0266 §7.3):
+        ``kind`` ``.`` (NoLinks: hyperlinks outside ``Links``) falls back to ``*`` (ExpandAll)
+        and back; ``*`` asks for every hyperlink, ``Links`` included; ``$levels`` only when
+        ``Levels`` is advertised, ``levels`` capped at ``MaxLevels``.
         """
         if not self.use_expand or not isinstance(self.service_root, dict):
             return None
         eq = ((self.service_root.get("ProtocolFeaturesSupported") or {}).get("ExpandQuery") or {})
         if not isinstance(eq, dict):
             return None
-        levels = "($levels=1)" if eq.get("Levels") else ""
-        if eq.get("NoLinks"):
-            return "." + levels
-        if eq.get("ExpandAll"):
-            return "*" + levels
-        return None
+        if kind == "*" and eq.get("ExpandAll"):
+            kind = "*"
+        elif eq.get("NoLinks"):
+            kind = "."
+        elif eq.get("ExpandAll"):
+            kind = "*"
+        else:
+            return None
+        if not eq.get("Levels"):
+            return kind
+        return "%s($levels=%d)" % (kind, min(max(1, int(levels)), self.expand_levels()))
 
-    def members(self, collection_path, expand=True, errors=None, fetch=True):
+    def expand_levels(self):
+        """How many ``$levels`` of ``$expand`` this service takes: 0 (no ``$expand``), 1, or
+        ``MaxLevels`` when ``Levels`` is advertised (1 when MaxLevels is missing)."""
+        if not self.use_expand or not isinstance(self.service_root, dict):
+            return 0
+        eq = ((self.service_root.get("ProtocolFeaturesSupported") or {}).get("ExpandQuery") or {})
+        if not isinstance(eq, dict) or not (eq.get("NoLinks") or eq.get("ExpandAll")):
+            return 0
+        if not eq.get("Levels"):
+            return 1
+        top = eq.get("MaxLevels")
+        return top if isinstance(top, int) and top >= 1 else 1
+
+    def expand_url(self, path, levels=1, kind="."):
+        """``path`` with this service's ``$expand`` query appended (``path`` itself without one);
+        ``levels``/``kind`` as in :meth:`expand_param`."""
+        param = self.expand_param(levels, kind)
+        if not param:
+            return path
+        return path + ("&" if "?" in path else "?") + "$expand=" + param
+
+    def members(self, collection_path, expand=True, errors=None, fetch=True, levels=1):
         """All members of a Redfish collection, as bodies, in service order, without duplicates.
 
         Follows ``Members@odata.nextLink`` (page cap :attr:`page_cap`, loop detection),
         de-duplicates by ``@odata.id`` (R-26: pages that overlap), stops once the unique
         count reaches ``Members@odata.count`` and warns when the final count differs.
-        Uses ``$expand`` when the service advertises it (``expand=True``); members that
-        come back as bare links are fetched one by one (``fetch=False`` returns the links).
+        Uses ``$expand`` when the service advertises it (``expand=True``; ``levels`` deep,
+        capped at the service's ``MaxLevels``); members that come back as bare links are
+        fetched, up to :attr:`max_concurrency` at once (``fetch=False`` returns the links).
 
         ``errors``: a list to which ``{"uri", "reason"}`` is appended for members that could
         not be read (they are skipped); without it the first such error is raised.
@@ -677,7 +750,7 @@ class RedfishClient:
         Raises :class:`RedfishIncomplete` when the collection has no ``Members`` (R-11),
         and any :class:`RedfishError` of :meth:`get` for the collection itself.
         """
-        param = self.expand_param() if (expand and fetch) else None
+        param = self.expand_param(levels) if (expand and fetch) else None
         first = None
         if param:
             sep = "&" if "?" in collection_path else "?"
@@ -753,29 +826,53 @@ class RedfishClient:
         out = list(refs)
         if not todo:
             return out
-
-        def one(i):
-            try:
-                return i, self.get(refs[i]["@odata.id"]), None
-            except RedfishError as exc:
-                return i, None, exc
-
-        if len(todo) > 1 and self.max_concurrency > 1:
-            from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(todo))) as pool:
-                results = list(pool.map(one, todo))
-        else:
-            results = [one(i) for i in todo]
+        bodies = self.get_many([refs[i]["@odata.id"] for i in todo], errors=[] if errors is not None else None)
         failed = set()
-        for i, body, exc in results:
+        for i, (body, exc) in zip(todo, bodies):
             if exc is not None:
-                if errors is None:
-                    raise exc
                 errors.append({"uri": refs[i]["@odata.id"], "reason": str(exc)})
                 failed.add(i)
             else:
                 out[i] = body
         return [m for i, m in enumerate(out) if i not in failed]
+
+    def get_many(self, paths, errors=None):
+        """GET every path, up to :attr:`max_concurrency` at once -> ``[(body dict, None) or
+        (None, RedfishError)]`` in the order given.
+
+        ``errors``: a list means "collect": each failure is returned as its error; None
+        means the first failure (in the order given) is raised.  The worker threads live
+        as long as the client (closed by :meth:`close`); a call made from one of them runs
+        its GETs one after the other.
+        """
+        paths = list(paths)
+
+        def one(path):
+            try:
+                return self.get(path), None
+            except RedfishError as exc:
+                return None, exc
+
+        if len(paths) > 1 and self.max_concurrency > 1 and not getattr(self._in_pool, "flag", False):
+            results = list(self._executor().map(one, paths))
+        else:
+            results = [one(p) for p in paths]
+        if errors is None:
+            for _body, exc in results:
+                if exc is not None:
+                    raise exc
+        return results
+
+    def _executor(self):
+        with self._lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                def mark():
+                    self._in_pool.flag = True
+                self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, initializer=mark,
+                                                thread_name_prefix="redfish-%s" % self.host)
+            return self._pool
 
     def etag_of(self, path):
         """GET ``path`` and return its ETag (``ETag`` header, else ``@odata.etag``) or None."""

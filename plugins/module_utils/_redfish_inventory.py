@@ -18,7 +18,20 @@ BIOS and capabilities.  Vendor differences handled here (``shared/cases/redfish-
   matching ``Installed-*`` exists; versions null/""/"N/A" are ``None`` (unknown);
   ``Disabled`` ``*Pending*`` placeholders skipped;
 * a part of the tree that cannot be read (error, collection without Members, R-11) is
-  listed in ``NodeInventory.incomplete`` as ``{"part", "uri", "reason"}``, never as empty.
+  listed in ``NodeInventory.incomplete`` as ``{"part", "uri", "reason"}``, never as empty;
+* CPUs whose ``Model`` is null (DGX H100) take it from ``ProcessorId.EffectiveModel`` /
+  ``EffectiveFamily`` when that holds a model string (the DGX's says "Intel(R) Xeon(R)
+  Platinum 8480CL"), never from a bare family number; ``extra["model_source"]`` says so;
+* a sensor whose ``Status.State`` is ``Absent`` (no transceiver in the port) has no health.
+
+Requests: where the service advertises ``$expand`` (``ProtocolFeaturesSupported.ExpandQuery``)
+the reader asks for Systems, Chassis and Managers expanded as deep as ``MaxLevels`` allows
+(at most 2), then for the collections below them expanded one level, a few at a time (the
+client's per-BMC cap), and keeps every resource that came back inline (by ``@odata.id``)
+so nothing is fetched twice; what is still a bare link is fetched, again a few at a time.
+A service that ignores ``$expand`` gets the same walk member by member.  PCIe functions are
+read only for devices that are neither a NetworkAdapter's own device nor a GPU by their own
+properties.
 
 Absent parts (``Status.State == "Absent"``: empty DIMM or GPU slots) are kept as
 components with ``state="Absent"`` so an audit can name the empty slot; count the
@@ -43,6 +56,15 @@ from ansible_collections.symphony.cluster.plugins.module_utils._redfish import (
 )
 
 ALL_SECTIONS = ("systems", "chassis", "managers", "firmware", "sel", "readings", "bios", "capabilities")
+# "firmware_ids" (not in ALL_SECTIONS): the FirmwareInventory member list only (ids and links, one request
+# per page instead of one per member) for readers that need to know what is inventoried, not its versions.
+SECTIONS = ALL_SECTIONS + ("firmware_ids",)
+LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
+# Collections read below the top-level resources (prefetched together, one level expanded).
+_SYSTEM_COLLECTIONS = ("Memory", "Processors", "Storage")
+_CHASSIS_COLLECTIONS = ("Drives",)
+# Model strings in ProcessorId.EffectiveFamily/EffectiveModel: not a bare family/model number ("0x06", "143").
+_NUMERIC_ID = re.compile(r"^(0x)?[0-9a-f]+h?$", re.I)
 GPU_VENDOR_IDS = {"0x10de": "NVIDIA", "0x1002": "AMD"}
 GPU_CLASSES = ("DisplayController", "ProcessingAccelerators")
 UNKNOWN_VERSIONS = {"", "N/A", "NA", "n/a", "na", "Unknown", "unknown", "null", "None"}
@@ -66,6 +88,14 @@ def _links_list(obj, key):
     if isinstance(v, list):
         return [x.get("@odata.id") for x in v if isinstance(x, dict) and x.get("@odata.id")]
     return []
+
+
+def _is_link(obj):
+    return isinstance(obj, dict) and "@odata.id" in obj and obj.keys() <= LINK_KEYS
+
+
+def _norm(uri):
+    return uri.rstrip("/") if isinstance(uri, str) and uri != "/" else uri
 
 
 def _status(obj):
@@ -116,28 +146,134 @@ class _Reader:
         self.sections = set(sections)
         self._seen_components = set()
         self._pcie_cache = {}
+        self.cache = {}          # @odata.id -> resource body seen inline or fetched during this read
+        self.nic_devices = set()  # PCIe devices a NetworkAdapter names as its own (Controllers[].Links)
+        levels = getattr(client, "expand_levels", None)
+        self.levels = levels() if callable(levels) else 0
 
     # ------------------------------------------------------------------ helpers
     def incomplete(self, part, uri, exc):
         self.inv.incomplete.append({"part": part, "uri": uri, "reason": str(exc)})
 
+    def remember(self, body):
+        """Keep every resource in ``body`` (itself and whatever came back expanded inline)."""
+        stack = [body]
+        while stack:
+            obj = stack.pop()
+            if isinstance(obj, dict):
+                oid = obj.get("@odata.id")
+                if isinstance(oid, str) and "#" not in oid and not obj.keys() <= LINK_KEYS:
+                    key = _norm(oid)
+                    old = self.cache.get(key)
+                    if old is None or len(obj) >= len(old):
+                        self.cache[key] = obj
+                stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+            elif isinstance(obj, list):
+                stack.extend(v for v in obj if isinstance(v, (dict, list)))
+        return body
+
+    def cached(self, uri):
+        return self.cache.get(_norm(uri)) if uri else None
+
     def get(self, part, uri):
+        hit = self.cached(uri)
+        if hit is not None:
+            return hit
         try:
-            return self.c.get(uri)
+            return self.remember(self.c.get(uri))
         except RedfishError as exc:
             self.incomplete(part, uri, exc)
             return None
 
-    def members(self, part, uri):
+    def _from_cache(self, uri):
+        """Members of a collection already seen, as bodies, or None when something is missing."""
+        coll = self.cached(uri)
+        if coll is None or not isinstance(coll.get("Members"), list) or coll.get("Members@odata.nextLink"):
+            return None
+        out, seen = [], set()
+        for m in coll["Members"]:
+            if not isinstance(m, dict):
+                continue
+            oid = _norm(m.get("@odata.id"))
+            if oid in seen:
+                continue
+            seen.add(oid)
+            if _is_link(m):
+                m = self.cached(oid)
+                if m is None:
+                    return None
+            out.append(m)
+        count = coll.get("Members@odata.count")
+        if isinstance(count, int) and count != len(out):
+            return None   # let the client page and warn
+        return out
+
+    def members(self, part, uri, levels=1):
+        hit = self._from_cache(uri)
+        if hit is not None:
+            return hit
         errors = []
         try:
-            items = self.c.members(uri, errors=errors)
+            items = self.c.members(uri, errors=errors, levels=levels)
         except RedfishError as exc:
             self.incomplete(part, uri, exc)
             return []
         for e in errors:
             self.incomplete(part, e["uri"], e["reason"])
+        for item in items:
+            self.remember(item)
         return items
+
+    def fetch(self, part, uris):
+        """Bodies of ``uris`` (cache first, the rest a few at a time); unreadable ones are incomplete."""
+        out = {}
+        todo = []
+        for u in uris:
+            hit = self.cached(u)
+            if hit is not None:
+                out[u] = hit
+            elif u not in todo:
+                todo.append(u)
+        if todo:
+            for u, (body, exc) in zip(todo, self._get_many(todo)):
+                if exc is not None:
+                    self.incomplete(part, u, exc)
+                else:
+                    out[u] = self.remember(body)
+        return [out[u] for u in uris if u in out]
+
+    def _get_many(self, uris):
+        many = getattr(self.c, "get_many", None)
+        if callable(many):
+            return many(uris, errors=[])
+        results = []
+        for u in uris:
+            try:
+                results.append((self.c.get(u), None))
+            except RedfishError as exc:
+                results.append((None, exc))
+        return results
+
+    def prefetch(self, wanted):
+        """GET ``[(uri, levels[, kind])]`` expanded, a few at a time, and remember what came back.
+
+        Collections already complete in the cache are skipped.  Failures are left to the
+        reading that follows (which records them as incomplete with the reason).
+        """
+        if not self.levels:
+            return
+        urls = []
+        for want in wanted:
+            uri = want[0]
+            if uri and self._from_cache(uri) is None:
+                url = self.c.expand_url(*want)
+                if url not in urls:
+                    urls.append(url)
+        if not urls:
+            return
+        for body, exc in self._get_many(urls):
+            if exc is None and isinstance(body, dict):
+                self.remember(body)
 
     def add(self, comp):
         key = comp.uri or "%s:%s" % (comp.kind, comp.id)
@@ -148,6 +284,9 @@ class _Reader:
         return comp
 
     def pcie_device(self, uri):
+        hit = self.cached(uri)
+        if hit is not None:
+            return hit
         if uri not in self._pcie_cache:
             try:
                 self._pcie_cache[uri] = self.c.get(uri)
@@ -169,6 +308,7 @@ class _Reader:
             "redfish_version": _str(root.get("RedfishVersion")),
             "uuid": _str(root.get("UUID")),
         }
+        self.prefetch_tree(root)
         systems = []
         if _link(root, "Systems"):
             systems = self.members("systems", root["Systems"]["@odata.id"])
@@ -188,11 +328,49 @@ class _Reader:
             for m in self.members("managers", root["Managers"]["@odata.id"]):
                 self.read_manager(m)
         upd = _link(root, "UpdateService")
-        if upd and ("firmware" in self.sections or "capabilities" in self.sections):
+        if upd and self.sections & {"firmware", "firmware_ids", "capabilities"}:
             self.read_update_service(upd)
         if "readings" in self.sections and _link(root, "ThermalEquipment"):
             self.read_thermal_equipment(root["ThermalEquipment"]["@odata.id"])
         self.inv.capabilities["expand_query"] = self.c.expand_param()
+
+    def prefetch_tree(self, root):
+        """Two rounds of expanded GETs that bring most of the tree the reader walks.
+
+        Round 1: Systems, Chassis, Managers (``$levels`` up to 2), UpdateService (1).  Round 2:
+        the collections below each system and chassis (Memory, Processors, Storage with its
+        Drives, Drives, Sensors, PowerSupplies, Fans) and the LogServices, one level expanded,
+        and NetworkAdapters with ``*`` two levels deep (ports and PCIe devices named by the
+        adapters' Controllers come along).  No-op where the service does not advertise ``$expand``.
+        """
+        if not self.levels:
+            return
+        top = [(_link(root, "Systems"), 2), (_link(root, "Chassis"), 2)]
+        if self.sections & {"managers", "sel", "capabilities"}:
+            top.append((_link(root, "Managers"), 2))
+        if self.sections & {"firmware", "firmware_ids", "capabilities"}:
+            top.append((_link(root, "UpdateService"), 1))
+        self.prefetch([t for t in top if t[0]])
+        wanted = []
+        for s in self._from_cache(_link(root, "Systems")) or []:
+            wanted += [(_link(s, k), 2 if k == "Storage" else 1) for k in _SYSTEM_COLLECTIONS]
+            if "sel" in self.sections:
+                wanted.append((_link(s, "LogServices"), 1))
+        for ch in self._from_cache(_link(root, "Chassis")) or []:
+            wanted += [(_link(ch, k), 1) for k in _CHASSIS_COLLECTIONS]
+            # "*" two levels deep brings each adapter's ports and PCIe device through its
+            # Controllers[].Links (as the Supermicro capture links them) in this one request
+            wanted.append((_link(ch, "NetworkAdapters"), 2, "*"))
+            if "readings" in self.sections:
+                wanted.append((_link(ch, "Sensors"), 1))
+            for sub, key in (("PowerSubsystem", "PowerSupplies"), ("ThermalSubsystem", "Fans")):
+                body = self.cached(_link(ch, sub))
+                if body is not None:
+                    wanted.append((_link(body, key), 1))
+        if "sel" in self.sections:
+            for m in self._from_cache(_link(root, "Managers")) or []:
+                wanted.append((_link(m, "LogServices"), 1))
+        self.prefetch([w for w in wanted if w[0]])
 
     # ------------------------------------------------------------------ systems
     def read_system(self, s, gpu_memory):
@@ -233,8 +411,9 @@ class _Reader:
             self.add(self.processor(p, gpu_memory))
         if _link(s, "Storage"):
             for st in self.members("storage", s["Storage"]["@odata.id"]):
-                drives = [d.get("@odata.id") for d in (st.get("Drives") or []) if isinstance(d, dict)]
-                for d in self.c.fetch_all([{"@odata.id": u} for u in drives if u], errors=self._errs("drives")):
+                refs = [d for d in (st.get("Drives") or []) if isinstance(d, dict) and d.get("@odata.id")]
+                inline = [d for d in refs if not _is_link(d)]
+                for d in inline + self.fetch("drives", [d["@odata.id"] for d in refs if _is_link(d)]):
                     self.add(self.drive(d))
         if "bios" in self.sections and _link(s, "Bios") and not self.inv.bios:
             self.read_bios(s, s["Bios"]["@odata.id"])
@@ -277,6 +456,10 @@ class _Reader:
             state=state, health=health,
             extra={k: p.get(k) for k in ("ProcessorType", "TotalCores", "TotalThreads", "MaxSpeedMHz",
                                          "InstructionSet") if p.get(k) is not None})
+        if kind == "cpu" and not comp.model:
+            comp.model, source = _model_from_processor_id(p)
+            if source:
+                comp.extra["model_source"] = source
         if kind == "gpu":
             mib = gpu_memory.get(p.get("@odata.id"))
             if not mib:
@@ -397,7 +580,11 @@ class _Reader:
         if _link(ch, "NetworkAdapters"):
             # a card that carries its own computer system is a DPU/SmartNIC (DMTF smartnic)
             card_soc = ch.get("ChassisType") == "Card" and bool(_links_list(ch, "ComputerSystems"))
-            for na in self.members("network_adapters", ch["NetworkAdapters"]["@odata.id"]):
+            adapters = self.members("network_adapters", ch["NetworkAdapters"]["@odata.id"])
+            # every adapter's port collection in one round, a few at a time
+            self.prefetch([(_link(na, "Ports") or _link(na, "NetworkPorts"), 1) for na in adapters
+                           if _link(na, "Ports") or _link(na, "NetworkPorts")])
+            for na in adapters:
                 comp = self.adapter(na)
                 if card_soc:
                     comp.kind = "dpu"
@@ -422,6 +609,9 @@ class _Reader:
     def adapter(self, na):
         state, health = _status(na)
         ctrl = (na.get("Controllers") or [{}])[0] or {}
+        for c in na.get("Controllers") or []:
+            if isinstance(c, dict):
+                self.nic_devices.update(_norm(u) for u in _links_list(c, "PCIeDevices"))
         ports = []
         ports_uri = _link(na, "Ports") or _link(na, "NetworkPorts")
         if ports_uri:
@@ -523,7 +713,7 @@ class _Reader:
         units = s.get("ReadingUnits")
         ctx = s.get("PhysicalContext")
         kind = _reading_kind(rtype, units, ctx, s.get("Id"))
-        health = _status(s)[1]
+        health = _reading_health(s)
         thr = s.get("Thresholds") or {}
         uc = (thr.get("UpperCritical") or {}).get("Reading") if isinstance(thr, dict) else None
         return Reading(id=str(s.get("Id")), kind=kind, value=s.get("Reading"), units=units,
@@ -534,13 +724,13 @@ class _Reader:
         if thermal is None and _link(ch, "Thermal"):
             thermal = self.get("readings", ch["Thermal"]["@odata.id"]) or {}
         for i, t in enumerate((thermal or {}).get("Temperatures") or []):
-            health = _status(t)[1]
+            health = _reading_health(t)
             self.inv.readings.append(Reading(
                 id=str(t.get("MemberId") or t.get("Name") or i), kind="temperature", value=t.get("ReadingCelsius"),
                 units="Cel", name=t.get("Name") or "", health=health,
                 upper_critical=t.get("UpperThresholdCritical"), physical_context=t.get("PhysicalContext")))
         for i, f in enumerate((thermal or {}).get("Fans") or []):
-            health = _status(f)[1]
+            health = _reading_health(f)
             self.inv.readings.append(Reading(
                 id=str(f.get("MemberId") or f.get("Name") or i), kind="fan", value=f.get("Reading"),
                 units=f.get("ReadingUnits"), name=f.get("Name") or f.get("FanName") or "", health=health,
@@ -599,10 +789,15 @@ class _Reader:
         sources = [s["PCIeDevices"]["@odata.id"] for s in systems if _link(s, "PCIeDevices")]
         sources += [c["PCIeDevices"]["@odata.id"] for c in chassis if _link(c, "PCIeDevices")]
         for src in sources:
-            for dev in self.members("pcie", src):
+            devices = self.members("pcie", src)
+            need = [dev for dev in devices if _link(dev, "PCIeFunctions") and not self._known_device(dev)]
+            self.prefetch([(_link(dev, "PCIeFunctions"), 1) for dev in need])
+            for dev in devices:
                 funcs = []
                 furi = _link(dev, "PCIeFunctions")
-                if furi:
+                if _norm(dev.get("@odata.id")) in self.nic_devices:
+                    continue  # a NetworkAdapter's own device (its Controllers link it)
+                if furi and not self._known_device(dev):
                     funcs = self.members("pcie", furi)
                 if not _is_gpu_device(dev, funcs):
                     continue
@@ -623,6 +818,14 @@ class _Reader:
                     location=_location(dev), state=state, health=health, extra={"source": "PCIeDevices"})
                 self.apply_pcie(comp, dev)
                 self.add(comp)
+
+    def _known_device(self, dev):
+        """True when the PCIe functions cannot change what the device is read as: a NetworkAdapter's
+        own device, or a GPU by its own properties with model, maker and firmware reported."""
+        if _norm(dev.get("@odata.id")) in self.nic_devices:
+            return True
+        return _gpu_by_device(dev) and bool(_str(dev.get("Model")) and _str(dev.get("FirmwareVersion")) and (
+            _str(dev.get("Manufacturer")) or _oem_gpu_vendor(dev)))
 
     # ------------------------------------------------------------------ managers
     def read_manager(self, m):
@@ -667,6 +870,23 @@ class _Reader:
         if "firmware" in self.sections and _link(upd, "FirmwareInventory"):
             items = self.members("firmware", upd["FirmwareInventory"]["@odata.id"])
             self.inv.firmware.extend(normalise_firmware(items))
+        elif "firmware_ids" in self.sections and _link(upd, "FirmwareInventory"):
+            uri = upd["FirmwareInventory"]["@odata.id"]
+            coll = self.cached(uri)
+            if coll is not None and isinstance(coll.get("Members"), list) and not coll.get("Members@odata.nextLink") \
+                    and coll.get("Members@odata.count") in (None, len(coll["Members"])):
+                refs = [m for m in coll["Members"] if isinstance(m, dict)]
+            else:
+                try:
+                    refs = self.c.members(uri, expand=False, fetch=False)
+                except RedfishError as exc:
+                    self.incomplete("firmware", uri, exc)
+                    return
+            for ref in refs:
+                ref_uri = ref.get("@odata.id") or ""
+                self.inv.firmware.append(FirmwareItem(id=ref.get("Id") or ref_uri.rstrip("/").rsplit("/", 1)[-1],
+                                                      name=ref.get("Name") or "", uri=ref_uri))
+            self.inv.capabilities["firmware_ids_only"] = True
 
 
 def normalise_firmware(items):
@@ -726,6 +946,38 @@ def _reading_kind(rtype, units, ctx, sid):
     return str(rtype or units or "other").lower()
 
 
+def _reading_health(obj):
+    """Health of a sensor reading; None when the sensor is ``Absent`` (nothing there to be healthy)."""
+    state, health = _status(obj)
+    return None if state == "Absent" else health
+
+
+def _model_from_processor_id(p):
+    """``(model, source)`` from ``ProcessorId.EffectiveModel``/``EffectiveFamily`` when one holds a
+    model string (letters, not a bare number such as ``0x06``); ``(None, None)`` otherwise."""
+    pid = p.get("ProcessorId") or {}
+    if not isinstance(pid, dict):
+        return None, None
+    for key in ("EffectiveModel", "EffectiveFamily"):
+        text = _str(pid.get(key))
+        if text and not _NUMERIC_ID.match(text) and re.search(r"[A-Za-z]{2,}", text):
+            return text, "ProcessorId.%s" % key
+    return None, None
+
+
+def _oem_gpu_vendor(dev):
+    oem = dev.get("Oem") or {}
+    return next((v.get("GPUVendor") for v in oem.values() if isinstance(v, dict) and v.get("GPUVendor")), None)
+
+
+def _gpu_by_device(dev):
+    """A PCIe device that names a GPU model and a GPU maker itself (OEM GPUVendor or Manufacturer)."""
+    if not _GPU_WORDS.search(" ".join(str(dev.get(k) or "") for k in ("Model", "Name"))):
+        return False
+    maker = str(dev.get("Manufacturer") or "")
+    return bool(_oem_gpu_vendor(dev)) or bool(re.search(r"\b(NVIDIA|AMD|Advanced Micro Devices)\b", maker, re.I))
+
+
 def _oem_gpu(funcs):
     for f in funcs:
         for vendor in ((f.get("Oem") or {}).values()):
@@ -742,6 +994,8 @@ def _is_gpu_device(dev, funcs):
             return True
         if cls in GPU_CLASSES and _oem_gpu([f]):
             return True
+    if not funcs and _gpu_by_device(dev):
+        return True   # functions not read: the device names the GPU and its maker itself
     if dev.get("DeviceType") and _GPU_WORDS.search(" ".join(str(dev.get(k) or "") for k in ("Model", "Name"))):
         oem = (dev.get("Oem") or {})
         if any(isinstance(v, dict) and v.get("GPUVendor") for v in oem.values()):
@@ -756,7 +1010,8 @@ def read_inventory(client, system_id=None, sections=ALL_SECTIONS):
 
     ``client``: an opened :class:`RedfishClient`; ``system_id``: read only this
     ``Systems`` member (default: every system — a DGX exposes the host and the HGX
-    baseboard as two); ``sections``: subset of :data:`ALL_SECTIONS`.
+    baseboard as two); ``sections``: subset of :data:`SECTIONS` (``firmware_ids``: the
+    FirmwareInventory member list without the members' bodies).
     Never raises for a part of the tree: unreadable parts go to ``incomplete`` with the
     reason.  Raises :class:`RedfishError` only when the service root itself cannot be read.
     ``requests`` in the result is the number of HTTP requests this read cost.

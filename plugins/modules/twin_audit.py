@@ -78,13 +78,18 @@ options:
     type: int
     default: 2
   max_concurrency:
-    description: Redfish requests in flight to one BMC at once.
+    description:
+      - Redfish requests in flight to one BMC at once.
+      - Used while the pool has more O(workers) than nodes; a batch with at least as many nodes as
+        O(workers) reads each BMC one request at a time (parallel requests cost controller CPU the batch needs).
     type: int
     default: 4
   workers:
-    description: Threads of the controller-side pool (BMCs audited at once).
+    description:
+      - Threads of the controller-side pool (BMCs audited at once).
+      - 128 audits 1,000 BMCs at 100 ms per request in well under a minute on two cores (C(make bench)).
     type: int
-    default: 64
+    default: 128
   per_bmc:
     description: Nodes audited at once behind one BMC endpoint.
     type: int
@@ -220,7 +225,7 @@ ARGUMENT_SPEC = {
     "read_timeout": {"type": "float", "default": 30},
     "retries": {"type": "int", "default": 2},
     "max_concurrency": {"type": "int", "default": 4},
-    "workers": {"type": "int", "default": 64},
+    "workers": {"type": "int", "default": 128},
     "per_bmc": {"type": "int", "default": 1},
     "lease_file": {"type": "path"},
     "lease_format": {"type": "str", "choices": ["isc", "kea", "dnsmasq"], "default": "isc"},

@@ -11,7 +11,7 @@ baseline_wall_s, speedup_vs_redfish_info (and the settings used).
   Update, Manager: the inventory an operator reaches for today), forks = 50 (ansible.cfg's value; AWX
   guidance calls 25-100 sane, numbers.md 5.3), same fleet, same run.  BENCH_PD_BASELINE_BMCS measures the
   baseline on a subset and extrapolates linearly; the JSON then says so (baseline_bmcs_measured).
-Environment: BENCH_PD_BMCS (default 1000), BENCH_PD_LATENCY_MS (100), BENCH_PD_WORKERS (256),
+Environment: BENCH_PD_BMCS (default 1000), BENCH_PD_LATENCY_MS (100), BENCH_PD_WORKERS (128),
 BENCH_PD_FORKS (50), BENCH_PD_BASELINE_BMCS (default: all).
 """
 
@@ -33,7 +33,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._twin import load
 
 BMCS = int(os.environ.get("BENCH_PD_BMCS", "1000"))
 LATENCY_MS = float(os.environ.get("BENCH_PD_LATENCY_MS", "100"))
-WORKERS = int(os.environ.get("BENCH_PD_WORKERS", "256"))
+WORKERS = int(os.environ.get("BENCH_PD_WORKERS", "128"))
 FORKS = int(os.environ.get("BENCH_PD_FORKS", "50"))
 BASELINE_BMCS = int(os.environ.get("BENCH_PD_BASELINE_BMCS", str(BMCS)))
 PYTHON = sys.executable

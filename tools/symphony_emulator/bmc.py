@@ -61,7 +61,13 @@ BASE_MESSAGES = {
     "ServiceTemporarilyUnavailable": "The service is temporarily unavailable.  Retry in %1 seconds.",
     "MissingOrMalformedPart": "The multipart request did not contain all required parts or contained malformed "
                               "parts.",
+    "QueryParameterOutOfRange": "The value '%1' for the query parameter %2 is out of range %3.",
+    "QueryParameterValueFormatError": "The value '%1' for the parameter %2 is not a format that the parameter can "
+                                      "accept.",
 }
+# $expand=<*|.|~>[($levels=n)] (DSP0266 "Query parameters", $expand)
+_EXPAND = re.compile(r"^(?P<kind>[*.~])(?:\(\$levels=(?P<levels>\d+)\))?$")
+_LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
 
 
 def _fill(template, args):
@@ -400,22 +406,27 @@ class BMC:
         if path == ROOT + "/odata":
             return jreply(200, odata_service_document(self.tree))
         skip = top = None
+        expand = None
         if query:
             q = parse_qs(query)
             skip = _int(q.get("$skip", [None])[0])
             top = _int(q.get("$top", [None])[0])
+            if "$expand" in q:
+                expand, problem = self._expand_query(q["$expand"][0])
+                if problem is not None:
+                    return problem
         faults = self.state.faults
         page = faults["page_size"]
         delay = 0.0
         if faults["slow_firmware_inventory_ms"] and path.startswith(ROOT + "/UpdateService/FirmwareInventory"):
             delay = faults["slow_firmware_inventory_ms"] / 1000.0
-        key = (path, skip, top)
+        key = (path, skip, top, expand)
         hit = self._cache.get(key)
         if hit is None:
             resource = self.tree.get(path)
             if resource is None:
                 return jreply(404, error_body("ResourceNotFound", "Resource", path))
-            hit = self._render(path, resource, skip, top, page, faults["overlapping_pages"])
+            hit = self._render(path, resource, skip, top, page, faults["overlapping_pages"], expand)
             self._cache[key] = hit
         body, etag = hit
         headers = {"Content-Type": JSON}
@@ -423,7 +434,49 @@ class BMC:
             headers["ETag"] = etag
         return Reply(200, body, headers, delay=delay)
 
-    def _render(self, path, resource, skip, top, page, overlapping):
+    def _expand_query(self, value):
+        """``$expand`` value -> ``((kind, levels), None)``, ``(None, None)`` when this BMC does not
+        support $expand (the query is ignored, as such services do), or ``(None, 400 reply)``."""
+        max_levels = int(self.state.faults["expand_max_levels"])
+        if max_levels <= 0:
+            return None, None
+        m = _EXPAND.match(value or "")
+        if not m:
+            return None, jreply(400, error_body("QueryParameterValueFormatError", value, "$expand"))
+        levels = int(m.group("levels")) if m.group("levels") is not None else 1
+        if levels < 1 or levels > max_levels:
+            return None, jreply(400, error_body("QueryParameterOutOfRange", levels, "$levels",
+                                                "1-%d" % max_levels))
+        return (m.group("kind"), levels), None
+
+    def _expanded(self, resource, kind, levels):
+        """``resource`` with its hyperlinks replaced by the resources they name, ``levels`` deep.
+
+        DSP0266 $expand: ``.`` expands hyperlinks outside ``Links`` properties (``Members``
+        included), ``~`` only those inside ``Links``, ``*`` both; a link expanded at level n
+        carries its own links expanded at level n+1 while n < ``$levels``.  Links to
+        fragments (``.../Power#/PowerSupplies/0``) and to resources rendered on request
+        (Sessions, Tasks) stay links.
+        """
+        tree_ = self.tree
+
+        def walk(obj, depth, in_links):
+            if isinstance(obj, dict):
+                oid = obj.get("@odata.id")
+                if oid is not None and depth < levels and obj.keys() <= _LINK_KEYS and (
+                        kind == "*" or (kind == "." and not in_links) or (kind == "~" and in_links)):
+                    target = tree_.get(oid.rstrip("/")) if "#" not in oid else None
+                    if target is not None:
+                        return walk(target, depth + 1, False)
+                    return obj
+                return {k: walk(v, depth, in_links or k == "Links") for k, v in obj.items()}
+            if isinstance(obj, list):
+                return [walk(v, depth, in_links) for v in obj]
+            return obj
+
+        return walk(resource, 0, False)
+
+    def _render(self, path, resource, skip, top, page, overlapping, expand=None):
         mode = self.state.faults["etag"]
         if "Members" in resource:
             members = resource["Members"]
@@ -440,8 +493,14 @@ class BMC:
                 resource = dict(resource, Members=chosen)
                 if page and top is None and start + page < total:
                     resource["Members@odata.nextLink"] = "%s?$skip=%d" % (path, start + page)
+                    if expand:
+                        resource["Members@odata.nextLink"] += "&$expand=%s($levels=%d)" % expand
+            if expand:
+                resource = self._expanded(resource, *expand)
             raw = json.dumps(resource).encode()
             return raw, self._etag(raw, mode)
+        if expand:
+            resource = self._expanded(resource, *expand)
         raw = json.dumps(resource).encode()
         etag = self._etag(raw, mode)
         if etag:   # the ETag of the body without it, appended as @odata.etag (one serialisation)

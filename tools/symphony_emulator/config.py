@@ -72,6 +72,7 @@ FAULT_DEFAULTS = {
     "bmc_warmup_s": 0.5,          # then 503 from every URI before it answers again
     "host_boot_s": 0.5,           # host reset -> booted (disk or ephemeral runtime)
     "require_transfer_protocol": False,  # SimpleUpdate without TransferProtocol -> 400
+    "expand_max_levels": 2,       # $expand MaxLevels advertised and served (Supermicro X13: 2); 0 = no $expand
     "seed": None,                 # RNG seed for the rates above (None: from the hostname)
 }
 
@@ -86,7 +87,7 @@ _FAULT_OBJECT = {
         "page_size": {"type": "integer", "minimum": 0}, "overlapping_pages": {"type": "boolean"},
         "slow_firmware_inventory_ms": _NONNEG, "task_duration_s": _NONNEG, "bmc_reboot_s": _NONNEG,
         "bmc_warmup_s": _NONNEG, "host_boot_s": _NONNEG, "require_transfer_protocol": {"type": "boolean"},
-        "seed": {"type": ["integer", "null"]},
+        "expand_max_levels": {"type": "integer", "minimum": 0, "maximum": 6}, "seed": {"type": ["integer", "null"]},
     },
 }
 

@@ -176,8 +176,7 @@ def build_tree(spec, state):
         "UpdateService": link(ROOT + "/UpdateService"), "Tasks": link(ROOT + "/TaskService"),
         "Registries": link(ROOT + "/Registries"),
         "Links": {"Sessions": link(ROOT + "/SessionService/Sessions")},
-        "ProtocolFeaturesSupported": {"ExpandQuery": {"ExpandAll": False, "Levels": False, "Links": False,
-                                                      "NoLinks": False},
+        "ProtocolFeaturesSupported": {"ExpandQuery": _expand_query(state.faults.get("expand_max_levels", 0)),
                                       "FilterQuery": False, "SelectQuery": False, "OnlyMemberQuery": False},
     }
     t[ROOT + "/SessionService"] = {
@@ -513,6 +512,14 @@ def build_tree(spec, state):
     return t
 
 
+def _expand_query(max_levels):
+    """ServiceRoot ``ProtocolFeaturesSupported.ExpandQuery`` for a BMC serving ``$expand`` up to
+    ``max_levels`` (0: none).  The Supermicro X13 capture advertises all four forms, MaxLevels 2."""
+    if not max_levels:
+        return {"ExpandAll": False, "Levels": False, "Links": False, "NoLinks": False}
+    return {"ExpandAll": True, "Levels": True, "Links": True, "NoLinks": True, "MaxLevels": int(max_levels)}
+
+
 def _slot(label):
     return {"PartLocation": {"ServiceLabel": label, "LocationType": "Slot"}}
 
@@ -585,6 +592,9 @@ def _network_adapter(t, spec, uri, name, i, group, fw):
         "Model": group["model"], "SerialNumber": _serial(spec.node, "MT", i), "Ports": link(uri + "/Ports"),
         "Controllers": [{"FirmwarePackageVersion": fw,
                          "ControllerCapabilities": {"NetworkPortCount": group.get("ports", 1)},
+                         # as the Supermicro capture links them (NetworkAdapters/N Controllers[0].Links)
+                         "Links": {"PCIeDevices": [link("%s/PCIeDevices/%s" % (spec.C, name))],
+                                   "Ports": [link(p) for p in ports]},
                          "PCIeInterface": {"PCIeType": "Gen%d" % pcie["gen"], "MaxPCIeType": "Gen%d" % pcie["gen"],
                                            "LanesInUse": pcie["width"], "MaxLanes": pcie["width"]}}],
         "Status": ok_status(),

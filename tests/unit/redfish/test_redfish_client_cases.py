@@ -283,11 +283,19 @@ def test_bad_json_retried_then_invalid_response(bmc, client, sleeps):
     assert len(sleeps) == 3
 
 
-def test_verify_off_warns_and_default_on(registries):
+def test_verify_off_warns_and_default_on(registries, monkeypatch):
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     c = RedfishClient(BASE, "admin", PW, registries=registries, verify=False)
     assert any("TLS certificate verification is disabled" in w for w in c.warnings)
     c2 = RedfishClient(BASE, "admin", PW, registries=registries)
     assert c2._conn._verify is True and c2.warnings == []
+    # the environment is read once per client, as requests reads it per request: its CA bundle applies
+    # to verify=True, never to an explicit ca_path or to verify=False
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/env-ca.pem")
+    assert RedfishClient(BASE, "admin", PW, registries=registries)._conn._verify == "/etc/ssl/certs/env-ca.pem"
+    assert RedfishClient(BASE, "admin", PW, registries=registries, verify=False)._conn._verify is False
+    assert RedfishClient(BASE, "admin", PW, registries=registries)._conn._session.trust_env is False
     c3 = RedfishClient(BASE, "admin", PW, registries=registries, ca_path="/etc/ssl/certs/ca.pem")
     assert c3._conn._verify == "/etc/ssl/certs/ca.pem"
     assert PW not in repr(c) and PW not in repr(c3)
@@ -495,3 +503,34 @@ def test_bmc_registries_loaded(mockups):
         with RedfishClient(BASE, "admin", PW, registries=regs) as c:
             n = c.load_registries()
     assert n >= 5 and "crayalerts" in regs.prefixes()
+
+
+def test_expand_levels_capped_at_max_levels_and_star(mockups, registries):
+    # Supermicro X13 advertises ExpandAll/NoLinks/Levels with MaxLevels 2; Dell R750 MaxLevels 1
+    with MockupBMC(mockups / "libredfish-supermicro"):
+        with RedfishClient(BASE, "admin", PW, registries=registries) as c:
+            assert c.expand_levels() == 2
+            assert c.expand_param() == ".($levels=1)" and c.expand_param(5) == ".($levels=2)"
+            assert c.expand_url("/redfish/v1/Chassis/1/NetworkAdapters", 2, "*") == \
+                "/redfish/v1/Chassis/1/NetworkAdapters?$expand=*($levels=2)"
+    with MockupBMC(mockups / "libredfish-dell"):
+        with RedfishClient(BASE, "admin", PW, registries=registries) as c:
+            assert c.expand_levels() == 1 and c.expand_param(2) == ".($levels=1)"
+    with MockupBMC(mockups / "cray-EX235a"):
+        with RedfishClient(BASE, "admin", PW, registries=registries) as c:
+            assert c.expand_levels() == 0 and c.expand_url("/redfish/v1/Systems", 2) == "/redfish/v1/Systems"
+
+
+def test_get_many_keeps_order_and_collects_errors(bmc, registries):
+    for i in range(6):
+        bmc.set("GET", "/redfish/v1/Things/%d" % i, ok({"@odata.id": "/redfish/v1/Things/%d" % i, "N": i}))
+    bmc.set("GET", "/redfish/v1/Things/3", (404, {}, {"error": {"@Message.ExtendedInfo": [
+        {"MessageId": "Base.1.8.ResourceMissingAtURI", "MessageArgs": ["/redfish/v1/Things/3"]}]}}))
+    with RedfishClient(BASE, "admin", PW, registries=registries, retries=0, max_concurrency=3) as c:
+        out = c.get_many(["/redfish/v1/Things/%d" % i for i in range(6)], errors=[])
+        assert [b["N"] if b else None for b, _e in out] == [0, 1, 2, None, 4, 5]
+        assert out[3][1].status == 404
+        with pytest.raises(RedfishHTTPError):
+            c.get_many(["/redfish/v1/Things/%d" % i for i in range(6)])
+        assert c._pool is not None
+    assert c._pool is None  # the worker threads end with the client

@@ -178,6 +178,10 @@ def test_bluefield3(read):
     assert dpu.model == "BlueField-3 SmartNIC Main Card" and dpu.serial == "MT2423600ANG"
     assert dpu.manufacturer == "https://www.mellanox.com"
     assert len(inv.firmware) == 14 and len(inv.bios["attributes"]) == 28
+    # Chassis/Card1/Sensors/p0_temp, p1_temp: Status State Absent (no transceiver), Health Critical, Reading null:
+    # an absent sensor has no health
+    absent = {r.id: (r.value, r.health) for r in inv.readings if r.id in ("p0_temp", "p1_temp")}
+    assert absent == {"p0_temp": (None, None), "p1_temp": (None, None)}
 
 
 def test_liquid_cooled_server_coolant(read):
@@ -226,3 +230,18 @@ def test_unreachable_part_is_incomplete_not_crash(mockups, shared):
             inv = read_inventory(c)
     assert inv.firmware == [] and len(inv.of_kind("gpu")) == 1
     assert any(i["part"] == "firmware" and "HTTP 500" in i["reason"] for i in inv.incomplete)
+
+
+def test_cpu_model_from_processor_id_only_when_it_is_a_model_string(read):
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import _model_from_processor_id
+    inv = read("libredfish-nvidia_viking")[0]
+    cpus = present(inv, "cpu")
+    # Systems/DGX/Processors/DevType1_CPU0..1: Model absent, ProcessorId.EffectiveFamily names the part
+    assert [(c.id, c.model, c.extra["model_source"]) for c in cpus if "DGX/" in c.uri] == [
+        ("DevType1_CPU0", "Intel(R) Xeon(R) Platinum 8480CL", "ProcessorId.EffectiveFamily"),
+        ("DevType1_CPU1", "Intel(R) Xeon(R) Platinum 8480CL", "ProcessorId.EffectiveFamily")]
+    # a family/model number is not a model: count-only stays
+    assert _model_from_processor_id({"ProcessorId": {"EffectiveFamily": "0x06", "EffectiveModel": "0x8F"}}) == \
+        (None, None)
+    assert _model_from_processor_id({"ProcessorId": {"EffectiveFamily": "143"}}) == (None, None)
+    assert _model_from_processor_id({}) == (None, None)
