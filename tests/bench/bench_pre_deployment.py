@@ -1,7 +1,8 @@
 """Benchmark: the pre_deployment stage over an emulated fleet, against community.general.redfish_info per host.
 
 Writes build/bench/pre_deployment.json with keys bmcs, latency_ms, stage_wall_s, requests_per_bmc,
-baseline_wall_s, speedup_vs_redfish_info (and the settings used).
+baseline_wall_s, speedup_vs_redfish_info (and the settings used, and where the stage's time went:
+stage_controller_cpu_s, stage_emulator_cpu_s, stage_load_average_1m; both run on the same 2 cores).
 
 * Fleet: N nodes of the hgx_h100_supermicro SKU (real Supermicro SYS-821GE-TNHR shapes), served by the
   symphony_emulator in its own process (HTTPS, generated CA), with latency_ms injected on every request.
@@ -65,6 +66,16 @@ def stop_emulator(pid):
                    env=dict(os.environ, PYTHONPATH="%s:%s" % (ROOT / "build" / "collections", ROOT / "tools")))
 
 
+def process_cpu_s(pid):
+    """utime + stime of a process in seconds (/proc/<pid>/stat fields 14, 15), or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def baseline(bmc_map, hosts):
     """community.general.redfish_info per host; returns wall seconds."""
     data = json.loads(pathlib.Path(bmc_map).read_text())
@@ -115,9 +126,16 @@ def main():
     try:
         settings = StageSettings(bmc_map=str(bmc_map), workers=WORKERS, optional=("lease_captured", "address_reserved"),
                                  ledger=str(WORK / "ledger.sqlite"), dispatch_dir=str(WORK / "dispatch"))
+        emu_pid = int(pid.read_text().strip())
+        emu_cpu0 = process_cpu_s(emu_pid)
+        cpu0 = time.process_time()
         start = time.monotonic()
         out = run_stage(twin.nodes, skus, settings)
         stage_wall = time.monotonic() - start
+        stage_cpu = time.process_time() - cpu0
+        emu_cpu1 = process_cpu_s(emu_pid)
+        emu_cpu = None if emu_cpu0 is None or emu_cpu1 is None else emu_cpu1 - emu_cpu0
+        load = os.getloadavg()[0]
         if out["summary"].get("pass") != BMCS:
             raise SystemExit("stage did not pass every clean BMC: %s" % out["summary"])
         hosts = sorted(twin.nodes)[:BASELINE_BMCS]
@@ -129,7 +147,12 @@ def main():
               "requests_per_bmc": round(out["requests"] / BMCS, 1), "baseline_wall_s": round(base_wall, 2),
               "speedup_vs_redfish_info": round(base_wall / stage_wall, 2), "stage_workers": WORKERS,
               "baseline_forks": FORKS, "baseline_bmcs_measured": len(hosts),
-              "baseline_extrapolated": len(hosts) != BMCS}
+              "baseline_extrapolated": len(hosts) != BMCS,
+              # where the stage's time went: controller CPU (this process, all threads), the emulator's CPU
+              # (both on the same 2 cores), and the machine's load while the stage ran
+              "stage_controller_cpu_s": round(stage_cpu, 2),
+              "stage_emulator_cpu_s": round(emu_cpu, 2) if emu_cpu is not None else None,
+              "stage_load_average_1m": round(load, 2)}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "pre_deployment.json").write_text(json.dumps(result, sort_keys=True) + "\n")
     print(json.dumps(result, sort_keys=True))
