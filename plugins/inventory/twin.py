@@ -21,7 +21,8 @@ description:
     C(symphony_gate=null)) are variables of the C(all) group; the SKU manifest is the variable
     C(symphony_expected) of its C(sku_<name>) group, so every host sees it while it is stored once.
   - "Groups C(site_<site>), C(rack_<rack>), C(sku_<sku>), C(spares), C(stage_<stage>) (the stage of the node's
-    furthest gate, C(stage_racked) before any gate) and C(gate_<pass|fail|blocked|not_run>) (that gate's status)."
+    furthest gate, C(stage_racked) before any gate), C(gate_<pass|fail|blocked|not_run>) (that gate's status) and
+    C(passed_<stage>) for every stage whose current gate passed (what the next stage's playbook targets)."
   - Gate state is read from the ledger on every parse, never cached; the twin and SKU part is cached when
     O(cache) is on.
   - All or nothing, an invalid twin or manifest fails the whole source, naming the file, node and JSON path.
@@ -155,7 +156,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         # the profile and the not-yet-gated defaults on ``all``, the SKU manifest on ``sku_<sku>``.
         raw = getattr(self.inventory, "__wrapped__", self.inventory)
         defaults = {"symphony_profile": self.get_option("profile"), "symphony_stage": "racked",
-                    "symphony_gate": None, "symphony_gate_reason": ""}
+                    "symphony_gate": None, "symphony_gate_reason": "", "symphony_passed": []}
         for key, value in defaults.items():
             raw.set_variable("all", key, value)
         for sku, manifest in records["skus"].items():
@@ -169,9 +170,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             hostvars = dict(host_record["vars"])
             groups = list(host_record["groups"])
             if host in positions:
-                stage, gate, reason = positions[host]
-                hostvars.update(symphony_stage=stage, symphony_gate=gate, symphony_gate_reason=reason)
-                groups += ["stage_" + stage, "gate_" + gate]
+                stage, gate, reason, passed = positions[host]
+                hostvars.update(symphony_stage=stage, symphony_gate=gate, symphony_gate_reason=reason,
+                                symphony_passed=passed)
+                groups += ["stage_" + stage, "gate_" + gate] + ["passed_" + p for p in passed]
             else:
                 groups.append("stage_racked")
             for key, value in hostvars.items():

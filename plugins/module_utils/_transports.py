@@ -29,15 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
     ParseError,
     ToolNotFoundError,
-    TwinError,
     ValidationError,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils import _fabric, _nccl
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import CheckResult, new_run_id
 from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_manifest
-from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import TWIN_SCHEMA, validate_twin
+from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
 from ansible_collections.symphony.cluster.plugins.module_utils._parsers._iperf3 import parse_iperf3_json
 from ansible_collections.symphony.cluster.plugins.module_utils._parsers._ib_write_bw import parse_ib_write_bw
 
@@ -89,7 +87,9 @@ class SSHLauncher(Launcher):
     binary = "ssh"
 
     def __init__(self, config_file=None, identity_file=None, user=None, port=None, connect_timeout=10,
-                 options=()):
+                 options=(), hosts=None):
+        # node name -> SSH destination (management address); a node not in it is reached by its name.
+        self.hosts = dict(hosts or {})
         self.config_file = config_file
         self.identity_file = identity_file
         self.user = user
@@ -112,7 +112,7 @@ class SSHLauncher(Launcher):
         return argv
 
     def wrap(self, host, argv):
-        return self.base() + [host, "--", shlex.join([str(a) for a in argv])]
+        return self.base() + [self.hosts.get(host) or host, "--", shlex.join([str(a) for a in argv])]
 
 
 class SrunLauncher(Launcher):
@@ -165,7 +165,7 @@ class MpirunLauncher(Launcher):
 def make_launcher(name, **options):
     """Launcher by name (``ssh``, ``srun``, ``mpirun``, ``local``); unknown options are ignored."""
     if name == "ssh":
-        keys = ("config_file", "identity_file", "user", "port", "connect_timeout", "options")
+        keys = ("config_file", "identity_file", "user", "port", "connect_timeout", "options", "hosts")
         return SSHLauncher(**{k: options[k] for k in keys if options.get(k) is not None})
     if name == "srun":
         return SrunLauncher(options.get("partition"), options.get("extra_args") or ())
@@ -576,16 +576,13 @@ def _launcher_from_params(params):
     return make_launcher(params.get("launcher") or "ssh", config_file=params.get("ssh_config"),
                          identity_file=params.get("ssh_identity_file"), user=params.get("ssh_user"),
                          port=params.get("ssh_port"), connect_timeout=params.get("connect_timeout"),
+                         hosts=params.get("ssh_hosts"),
                          partition=params.get("partition"), extra_args=params.get("launcher_args"))
 
 
 def load_twin_file(path):
-    """Load a twin file, also one that carries the twin inventory plugin's options beside the twin
-    (``plugin:``, ``profile:``, ``keyed_groups:`` ...; only the twin's own keys are validated)."""
-    data = load_yaml_file(path, TwinError)
-    if isinstance(data, dict) and "plugin" in data:
-        data = {k: v for k, v in data.items() if k in TWIN_SCHEMA["properties"]}
-    return validate_twin(data, path)
+    """Load a twin file, also a twin inventory source (see :func:`_twin.load_twin`)."""
+    return load_twin(path)
 
 
 def _cabling(params, nodes):

@@ -229,6 +229,19 @@ def validate_twin(data, path, known_skus=None):
 
 
 def load_twin(path, known_skus=None):
-    """Read, validate and return the :class:`Twin` in ``path`` (see :func:`validate_twin`)."""
+    """Read, validate and return the :class:`Twin` in ``path`` (see :func:`validate_twin`).
+
+    ``path`` may also be a twin inventory source (``plugin: symphony.cluster.twin``): its inventory options
+    are ignored, and a source that names its twin with ``twin:`` is followed (relative to the source).
+    Raises :class:`TwinError` naming the file.
+    """
+    path = str(path)
     data = load_yaml_file(path, TwinError)
+    if "plugin" in data:
+        if "sites" not in data and data.get("twin"):
+            target = os.path.expanduser(data["twin"])
+            if not os.path.isabs(target):
+                target = os.path.join(os.path.dirname(os.path.abspath(path)), target)
+            return load_twin(target, known_skus)
+        data = {k: v for k, v in data.items() if k in TWIN_SCHEMA["properties"]}
     return validate_twin(data, path, known_skus)

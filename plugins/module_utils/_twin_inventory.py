@@ -91,7 +91,10 @@ def check_profile(skus, profile):
 
 
 def read_positions(location=None):
-    """``{node: (stage, gate_status, reason)}``: each node's furthest gated stage, read in one query.
+    """``{node: (stage, gate_status, reason, passed)}``: each node's furthest gated stage, read in one query.
+
+    ``passed`` lists every stage whose current gate for the node is ``pass``: a stage's playbook targets the
+    nodes that passed the previous stage whatever happened later (a rerun after a fix finds them again).
 
     ``location``: ledger path/URL, else ``$SYMPHONY_LEDGER`` or the default path.  A SQLite ledger that does
     not exist yet yields ``{}`` and is not created (reading an inventory never writes).
@@ -108,8 +111,9 @@ def read_positions(location=None):
         ledger.close()
     out = {}
     for node, by_stage in gates.items():
+        passed = [stage for stage in STAGES if stage in by_stage and by_stage[stage].status == "pass"]
         for stage in reversed(STAGES):
             if stage in by_stage:
-                out[node] = (stage, by_stage[stage].status, by_stage[stage].reason)
+                out[node] = (stage, by_stage[stage].status, by_stage[stage].reason, passed)
                 break
     return out

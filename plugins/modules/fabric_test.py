@@ -51,6 +51,12 @@ options:
   ssh_config:
     description: OpenSSH client configuration file (C(ssh -F)).
     type: path
+  ssh_hosts:
+    description:
+      - SSH destination per node (its management address) when the node name does not resolve; nodes not
+        listed are reached by their name.
+    type: dict
+    default: {}
   ssh_identity_file:
     description: Private key file (C(ssh -i)).
     type: path
@@ -250,6 +256,7 @@ ARGUMENT_SPEC = {
     "transport": {"type": "str", "default": "iperf3", "choices": list(_transports.TRANSPORTS)},
     "launcher": {"type": "str", "default": "ssh", "choices": list(_transports.LAUNCHERS)},
     "ssh_config": {"type": "path"},
+    "ssh_hosts": {"type": "dict", "default": {}},
     "ssh_identity_file": {"type": "path"},
     "ssh_user": {"type": "str"},
     "ssh_port": {"type": "int"},

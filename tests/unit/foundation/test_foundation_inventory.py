@@ -109,9 +109,9 @@ def test_demo_groups_and_hostvars(parse, demo):
     assert hostvars["symphony_bmc_address"] == "10.10.1.22" and hostvars["ansible_host"] == "10.20.1.22"
     assert hostvars["symphony_twin"]["serial"] == "C8010MM21A30112" and hostvars["symphony_sku"] == "hgx_h100_supermicro"
     # shared values are group variables: the profile and the not-yet-gated defaults on `all`
-    shared = inventory.groups["all"].get_vars()
-    assert {k: shared[k] for k in ("symphony_profile", "symphony_stage", "symphony_gate", "symphony_gate_reason")} \
-        == {"symphony_profile": "lab", "symphony_stage": "racked", "symphony_gate": None, "symphony_gate_reason": ""}
+    assert inventory.groups["all"].get_vars() == {"symphony_profile": "lab", "symphony_stage": "racked",
+                                                  "symphony_gate": None, "symphony_gate_reason": "",
+                                                  "symphony_passed": []}
     expected = inventory.groups["sku_hgx_h100_supermicro"].get_vars()["symphony_expected"]
     assert expected["system"]["model"] == "SYS-821GE-TNHR" and expected["bom"]["gpus"]["count"] == 8
 
@@ -131,6 +131,9 @@ def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
     assert _members(inventory, "stage_provisioning") == ["gpu-r01-u02"]
     assert _members(inventory, "stage_pre_deployment") == ["gpu-r01-u07"]
     assert _members(inventory, "gate_fail") == ["gpu-r01-u02", "gpu-r01-u07"]
+    # passed_<stage>: every stage whose current gate passed, what the next stage's playbook targets
+    assert _members(inventory, "passed_pre_deployment") == ["gpu-r01-u02"]
+    assert "passed_provisioning" not in inventory.groups
     assert len(_members(inventory, "stage_racked")) == 16
     hostvars = inventory.get_host("gpu-r01-u02").get_vars()
     assert (hostvars["symphony_stage"], hostvars["symphony_gate"]) == ("provisioning", "fail")

@@ -1,0 +1,231 @@
+"""``make demo``: the main job, end to end, on the emulated fleet and the lab hosts.
+
+1. start (or reuse) the Redfish fleet emulator for ``inventories/demo/demo.twin.yml`` with the seeded
+   defects in ``inventories/demo/defects.yml`` (HTTPS with a generated CA, verified by the client);
+2. bring up (or reuse) the lab hosts: each node's in-band side is the lab host at its twin in-band address;
+3. run ``playbooks/site.yml`` through all four stages with the twin inventory plugin;
+4. print a per-node table of gates, write ``build/demo/summary.json`` and the handoff report.
+
+The emulator and the lab stay up afterwards so a second ``make demo`` reuses them: provisioning then finds
+every node at its manifest and changes nothing.  ``python -m symphony_demo down`` stops both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "build" / "demo"
+INVENTORY = ROOT / "inventories" / "demo" / "demo.twin.yml"
+DEFECTS = ROOT / "inventories" / "demo" / "defects.yml"
+LAB_DEFECTS = ROOT / "inventories" / "demo" / "lab-defects.yml"
+IMAGES = ROOT / "build" / "demo" / "images"
+TELEMETRY = ROOT / "build" / "demo" / "telemetry.jsonl"
+PIDFILE = DEMO / "emulator.pid"
+BMC_MAP = DEMO / "bmcs.json"
+LEDGER = DEMO / "ledger.sqlite"
+REPORT = DEMO / "report"
+SUMMARY = DEMO / "summary.json"
+LOG = DEMO / "ansible.log"
+
+# Lines of ansible-playbook output worth showing live; the whole log goes to build/demo/ansible.log.
+_PROGRESS = re.compile(r"^(PLAY \[|TASK \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=)")
+
+
+def _console():
+    from rich.console import Console
+    # Wide enough for the gate table when the output is a pipe or a CI log (rich falls back to 80 columns).
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 150)
+
+
+def _emulator_running():
+    try:
+        pid = int(PIDFILE.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return BMC_MAP.exists()
+
+
+def start_emulator(console):
+    """Start the emulated fleet in the background unless it already runs."""
+    if _emulator_running():
+        console.print("[dim]emulated fleet already running (pid file %s): reusing it[/]" % PIDFILE)
+        return
+    DEMO.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "symphony_emulator", "serve", "--twin", str(INVENTORY),
+                    "--defects", str(DEFECTS), "--bind-base", "127.31.0.1", "--port", "8443",
+                    "--credentials", "demo", "--map", str(BMC_MAP), "--state-dir", str(DEMO / "emulator"),
+                    "--background", "--pidfile", str(PIDFILE)], check=True, cwd=ROOT)
+
+
+def stop_emulator():
+    if PIDFILE.exists():
+        subprocess.run([sys.executable, "-m", "symphony_emulator", "stop", "--pidfile", str(PIDFILE)],
+                       check=False, cwd=ROOT)
+
+
+def _twin():
+    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+    return load_twin(str(INVENTORY))
+
+
+def start_lab(console, n):
+    from symphony_lab import Lab
+    lab, started = Lab.ensure(n, root=str(ROOT / "build" / "lab"))
+    console.print("lab hosts %s (%s)" % (", ".join(h["name"] for h in lab.hosts[:n]),
+                                         "started" if started else "reused"))
+    return lab
+
+
+def write_images(twin):
+    """The demo's firmware images: the bytes whose sha256 each manifest names (the emulator's image rule)."""
+    from urllib.parse import urlsplit
+    from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+    from symphony_emulator.bmc import demo_image_bytes
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    skus = {n["sku"] for n in twin.nodes.values()}
+    for sku, manifest in load_skus(twin.sku_dir).items():
+        if sku not in skus:
+            continue
+        for comp in manifest["firmware"]:
+            if comp.get("image") and comp.get("target"):
+                path = IMAGES / os.path.basename(urlsplit(comp["image"]["uri"]).path)
+                path.write_bytes(demo_image_bytes(sku, comp["id"], comp["target"]))
+
+
+def apply_lab_defects(console, lab, twin):
+    """The in-band defects: a slow path between two nodes' lab hosts, a hot GPU in the telemetry file.
+
+    The lab has no GPUs, so the run's per-GPU telemetry comes from the lab's file source (what a DCGM exporter
+    scrape gives on a real cluster): every node's 8 GPUs near their peers, one GPU running hot.
+    """
+    import yaml
+    spec = yaml.safe_load(LAB_DEFECTS.read_text())
+    by_address = {h["address"]: h["name"] for h in lab.hosts}
+    lab_of = {host: by_address.get(node["inband_address"]) for host, node in twin.nodes.items()}
+    lab.restore()
+    link = spec.get("degraded_link")
+    if link:
+        a, b = (lab_of[n] for n in link["nodes"])
+        lab.degrade_link(a, b, link["rate_mbit"])
+        console.print("lab: path %s (%s) <-> %s (%s) limited to %d Mbit/s" % (
+            link["nodes"][0], a, link["nodes"][1], b, link["rate_mbit"]))
+    hot = spec.get("hot_gpu") or {}
+    with open(TELEMETRY, "w", encoding="utf-8") as handle:
+        for sample in range(30):
+            for host in twin.nodes:
+                for gpu in range(8):
+                    temp = 55.0 + 0.4 * gpu + 0.3 * (sample % 3)
+                    if host == hot.get("node") and gpu == hot.get("gpu"):
+                        temp = float(hot["temp_c"])
+                    handle.write(json.dumps({"node": host, "gpu": gpu, "ts": 1_800_000_000 + sample,
+                                             "temp_c": round(temp, 1), "power_w": 690.0 + gpu,
+                                             "sm_clock_mhz": 1980}) + "\n")
+    if hot:
+        console.print("telemetry: %s GPU%d reads %.0f °C during validation (%s)" % (
+            hot["node"], hot["gpu"], hot["temp_c"], os.path.relpath(TELEMETRY, ROOT)))
+
+
+def run_site(console, extra_args):
+    env = dict(os.environ, SYMPHONY_LEDGER=str(LEDGER), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_LOG_PATH="", ANSIBLE_NOCOLOR="1")
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
+           str(ROOT / "playbooks" / "site.yml")] + extra_args
+    console.print("[bold]$ %s[/]" % " ".join(os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
+                                              for c in cmd))
+    with open(LOG, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, bufsize=1)
+        for line in proc.stdout:
+            log.write(line)
+            if _PROGRESS.match(line):
+                console.print(line.rstrip()[:160], markup=False)
+        return proc.wait()
+
+
+def summarise(console, wall_s, rc):
+    from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+    from ansible_collections.symphony.cluster.plugins.module_utils._report import write_report
+    from ansible_collections.symphony.cluster.plugins.module_utils._gate import STAGES
+    from rich.table import Table
+
+    twin = _twin()
+    ledger = open_ledger(str(LEDGER))
+    gates = ledger.current_gates()
+    table = Table(title="symphony.cluster demo: gates per node")
+    for col in ("node", "rack", "U", "spare") + STAGES[:4]:
+        table.add_column(col, no_wrap=True)
+    table.add_column("reason (first failing check; full text in the report)", no_wrap=True, overflow="ellipsis",
+                     max_width=72)
+    colours = {"pass": "green", "fail": "red", "blocked": "yellow", "not_run": "bright_black"}
+    nodes = {}
+    for host, node in twin.nodes.items():
+        node_gates = gates.get(host, {})
+        stage, gate = ledger.node_position(host)
+        reason = node_gates[stage].reason if stage else "not audited"
+        nodes[host] = {"last_stage": stage, "gate": gate, "reason": reason,
+                       "gates": {s: v.status for s, v in node_gates.items()}}
+        cells = []
+        for s in STAGES[:4]:
+            st = node_gates[s].status if s in node_gates else "—"
+            cells.append("[%s]%s[/]" % (colours.get(st, "white"), st))
+        table.add_row(host, node["rack"], str(node["u"]), "yes" if node["spare"] else "", *cells,
+                      reason if gate != "pass" else "")
+    console.print(table)
+    written = write_report(ledger, str(REPORT), twin.nodes)
+    summary = {"wall_s": round(wall_s, 1), "ansible_rc": rc, "nodes": nodes,
+               "report": os.path.relpath(written["paths"]["html"], ROOT), "ledger": os.path.relpath(LEDGER, ROOT)}
+    SUMMARY.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    console.print("summary: %s   report: %s   (%.0f s)" % (os.path.relpath(SUMMARY, ROOT),
+                                                         summary["report"], wall_s))
+    return summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m symphony_demo", description=__doc__.splitlines()[0])
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "down"])
+    parser.add_argument("--fresh", action="store_true", help="restart the emulator and start a new ledger")
+    parser.add_argument("ansible_args", nargs=argparse.REMAINDER, help="extra ansible-playbook arguments")
+    args = parser.parse_args(argv)
+    console = _console()
+    if args.command == "down":
+        stop_emulator()
+        from symphony_lab import Lab
+        Lab(root=str(ROOT / "build" / "lab")).down()
+        return 0
+    start = time.monotonic()
+    DEMO.mkdir(parents=True, exist_ok=True)
+    if args.fresh:
+        stop_emulator()
+        for path in (LEDGER, Path(str(LEDGER) + "-wal"), Path(str(LEDGER) + "-shm")):
+            if path.exists():
+                path.unlink()
+    twin = _twin()
+    console.rule("symphony.cluster demo: %d nodes (%d spares) from %s" % (
+        len(twin.nodes), len(twin.spares()), os.path.relpath(INVENTORY, ROOT)))
+    write_images(twin)
+    start_emulator(console)
+    lab = start_lab(console, len(twin.nodes))
+    apply_lab_defects(console, lab, twin)
+    rc = run_site(console, args.ansible_args)
+    summary = summarise(console, time.monotonic() - start, rc)
+    # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else
+    # (syntax error, unreachable controller, a crash) or a node no stage looked at is a broken demo.
+    unaudited = [h for h, n in summary["nodes"].items() if n["last_stage"] is None]
+    if rc not in (0, 2) or unaudited:
+        console.print("[red]demo failed: ansible-playbook exit %d; nodes never audited: %s; see %s[/]" % (
+            rc, ", ".join(unaudited) or "none", os.path.relpath(LOG, ROOT)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
