@@ -92,12 +92,17 @@ def collect(ledger, nodes=None):
     dispatch.sort(key=lambda d: (str(d["site"]), str(d["rack"]), d["u"] or 0, d["stage"], d["check"]))
 
     firmware = []
-    for res in results:
-        if res.stage == "provisioning" and res.check.startswith("firmware"):
-            firmware.append({"hostname": res.node, "check": res.check, "status": res.status,
-                             "before": (res.evidence or {}).get("before", res.observed),
-                             "after": (res.evidence or {}).get("after"),
-                             "expected": res.expected, "reason": res.reason})
+    for host in sorted({r.node for r in results if r.stage == "provisioning"}):
+        # Before = what the last update of the component found (evidence "from"); after = the latest fresh read.
+        changed = {}
+        for res in ledger.history(host, "provisioning"):
+            if res.check.startswith("firmware") and (res.evidence or {}).get("from"):
+                changed[res.check] = res.evidence["from"]
+        for res in results:
+            if res.node == host and res.stage == "provisioning" and res.check.startswith("firmware"):
+                firmware.append({"hostname": host, "check": res.check, "status": res.status,
+                                 "before": changed.get(res.check, res.observed), "after": res.observed,
+                                 "changed": res.check in changed, "expected": res.expected, "reason": res.reason})
 
     summary = {"nodes": len(rows), "by_gate": {}, "handed_off": 0}
     for row in rows:
@@ -120,16 +125,20 @@ def collect(ledger, nodes=None):
 
 
 def _chart_series(results):
-    """Series for the charts, from evidence the stages recorded.
+    """Series for the charts, from what the stages recorded (their result ``observed`` and ``evidence``).
 
-    Conventions (keys inside a result's ``evidence``): ``samples_file`` or
-    ``samples`` (power/temperature traces: list of {t_s, gpu, power_w, temp_c}),
-    ``fio`` (storage figures), ``pairs`` (fabric pair measurements
-    [{a, b, gbps, ok}]), ``curve`` (NCCL [{size_bytes, busbw_gbps}]), ``mfu``
-    ({mfu_pct, convention, scale_nodes, precision}), ``gpu_temps``
-    ({"node/gpu": temp_c} peer comparison) and ``outliers``.
+    - burn-in power/temperature traces: evidence ``samples`` (list of ``{t_s, gpu, power_w, temp_c}``) or
+      ``samples_file`` (a JSON file of that list), as the power tier writes them;
+    - storage: the ``fio_*`` checks' observed ``{"read"|"write": {bw_mbps, iops, p99_lat_us}}``;
+    - fabric pair matrix: ``fabric_interface`` evidence ``pairs`` (``{a, b, value, unit, status}``);
+    - NCCL busbw curves: evidence ``curve`` (``[{size_bytes, busbw_gbps}]``) of ``nccl_sweep_*`` checks;
+    - MFU per run: evidence ``mfu`` (``{mfu_pct, convention, scale_nodes, precision}``);
+    - telemetry outliers: evidence ``outliers`` (``{node, gpu, metric, value, peer_median, reason}``).
     """
-    series = {"traces": [], "storage": [], "pairs": [], "nccl": [], "mfu": [], "gpu_temps": [], "outliers": []}
+    series = {"traces": [], "storage": {}, "pairs": {}, "nccl": [], "mfu": [], "outliers": []}
+    fio_keys = {"fio_seq_read": ("read", "bw_mbps", "seq read (MB/s)"),
+                "fio_seq_write": ("write", "bw_mbps", "seq write (MB/s)"),
+                "fio_randread_4k": ("read", "iops", "4 KiB random read (IOPS)")}
     for res in results:
         ev = res.evidence or {}
         samples = ev.get("samples")
@@ -137,20 +146,22 @@ def _chart_series(results):
             samples = _load_evidence(ev["samples_file"])
         if isinstance(samples, list) and samples:
             series["traces"].append({"node": res.node, "check": res.check, "samples": samples})
-        if isinstance(ev.get("fio"), dict):
-            series["storage"].append(dict(ev["fio"], node=res.node, check=res.check))
+        if res.check in fio_keys and isinstance(res.observed, dict):
+            direction, key, label = fio_keys[res.check]
+            value = (res.observed.get(direction) or {}).get(key)
+            if value is not None:
+                series["storage"].setdefault(label, {})[res.node] = value
         for pair in ev.get("pairs") or []:
-            series["pairs"].append(pair)
-        if ev.get("curve"):
+            series["pairs"][tuple(sorted((pair["a"], pair["b"])))] = pair
+        if isinstance(ev.get("curve"), list) and ev["curve"]:
             series["nccl"].append({"node": res.node, "check": res.check, "curve": ev["curve"],
                                    "nodes": ev.get("nodes")})
-        if isinstance(ev.get("mfu"), dict):
+        if isinstance(ev.get("mfu"), dict) and res.node:
             series["mfu"].append(dict(ev["mfu"], node=res.node, check=res.check, run_id=res.run_id))
-        if isinstance(ev.get("gpu_temps"), dict):
-            series["gpu_temps"].append({"check": res.check, "run_id": res.run_id, "temps": ev["gpu_temps"],
-                                        "outliers": ev.get("outliers", [])})
         for outlier in ev.get("outliers") or []:
-            series["outliers"].append(outlier)
+            if isinstance(outlier, dict):
+                series["outliers"].append(dict(outlier, run_id=res.run_id))
+    series["pairs"] = list(series["pairs"].values())
     return series
 
 
@@ -182,59 +193,65 @@ def render_junit(data):
 
 
 def _figures(data):
+    """``[(section, plotly Figure)]`` for every chart the data can fill; a chart with no data is left out."""
     charts, figs = data["charts"], []
     for trace in charts["traces"][:12]:
         fig = go.Figure()
         by_gpu = {}
-        for s in trace["samples"]:
-            by_gpu.setdefault(s.get("gpu", 0), []).append(s)
+        for sample in trace["samples"]:
+            by_gpu.setdefault(sample.get("gpu", 0), []).append(sample)
         for gpu, samples in sorted(by_gpu.items()):
-            fig.add_trace(go.Scatter(x=[s.get("t_s") for s in samples], y=[s.get("power_w") for s in samples],
-                                     name="GPU%s power (W)" % gpu))
-            fig.add_trace(go.Scatter(x=[s.get("t_s") for s in samples], y=[s.get("temp_c") for s in samples],
-                                     name="GPU%s temp (°C)" % gpu, yaxis="y2"))
+            times = [x.get("t_s") for x in samples]
+            fig.add_trace(go.Scatter(x=times, y=[x.get("power_w") for x in samples], name="GPU%s power (W)" % gpu))
+            fig.add_trace(go.Scatter(x=times, y=[x.get("temp_c") for x in samples], name="GPU%s temp (°C)" % gpu,
+                                     yaxis="y2"))
         fig.update_layout(title="%s %s: power and temperature" % (trace["node"], trace["check"]),
                           xaxis_title="s", yaxis_title="W", yaxis2={"title": "°C", "overlaying": "y", "side": "right"})
-        figs.append(("burn-in", fig))
-    if charts["storage"]:
-        nodes = [s["node"] for s in charts["storage"]]
-        fig = go.Figure()
-        for key, label in (("seq_read_mbps", "seq read MB/s"), ("seq_write_mbps", "seq write MB/s"),
-                           ("randread_iops", "4 KiB randread IOPS")):
-            if any(key in s for s in charts["storage"]):
-                fig.add_trace(go.Bar(x=nodes, y=[s.get(key) for s in charts["storage"]], name=label))
-        fig.update_layout(title="Burn-in storage (fio)", barmode="group")
-        figs.append(("burn-in", fig))
+        figs.append(("burn-in: power tier", fig))
+    for label, by_node in sorted(charts["storage"].items()):
+        nodes = sorted(by_node)
+        fig = go.Figure(go.Bar(x=nodes, y=[by_node[n] for n in nodes], name=label))
+        fig.update_layout(title="Burn-in storage (fio): %s" % label)
+        figs.append(("burn-in: storage", fig))
     if charts["pairs"]:
         names = sorted({p["a"] for p in charts["pairs"]} | {p["b"] for p in charts["pairs"]})
         index = {n: i for i, n in enumerate(names)}
-        z = [[None] * len(names) for _ in names]
-        for p in charts["pairs"]:
-            z[index[p["a"]]][index[p["b"]]] = p.get("gbps")
-            z[index[p["b"]]][index[p["a"]]] = p.get("gbps")
-        fig = go.Figure(go.Heatmap(z=z, x=names, y=names, colorbar={"title": "Gb/s"}))
-        fig.update_layout(title="Fabric pair matrix (measured bandwidth)")
-        figs.append(("fabric", fig))
+        z = [[None] * len(names) for _row in names]
+        text = [[""] * len(names) for _row in names]
+        for pair in charts["pairs"]:
+            i, j = index[pair["a"]], index[pair["b"]]
+            z[i][j] = z[j][i] = pair.get("value")
+            text[i][j] = text[j][i] = pair.get("status", "")
+        unit = charts["pairs"][0].get("unit") or ""
+        fig = go.Figure(go.Heatmap(z=z, x=names, y=names, text=text, colorbar={"title": unit},
+                                   hovertemplate="%{y} - %{x}: %{z} " + unit + " (%{text})<extra></extra>"))
+        fig.update_layout(title="Fabric pair matrix (%s per pair)" % unit)
+        figs.append(("burn-in: fabric", fig))
     for curve in charts["nccl"][:6]:
         points = curve["curve"]
         fig = go.Figure(go.Scatter(x=[p["size_bytes"] for p in points], y=[p["busbw_gbps"] for p in points],
                                    mode="lines+markers", name="busbw"))
         fig.update_layout(title="NCCL busbw: %s (%s nodes)" % (curve["check"], curve.get("nodes") or "?"),
                           xaxis={"type": "log", "title": "message size (B)"}, yaxis_title="busbw (GB/s)")
-        figs.append(("validation", fig))
-    if charts["mfu"]:
-        fig = go.Figure(go.Bar(x=["%s #%d" % (m.get("check"), i + 1) for i, m in enumerate(charts["mfu"])],
-                               y=[m.get("mfu_pct") for m in charts["mfu"]],
-                               text=[m.get("convention") for m in charts["mfu"]]))
-        fig.update_layout(title="MFU per run (%)", yaxis_title="MFU %")
-        figs.append(("validation", fig))
-    for temps in charts["gpu_temps"][:4]:
-        keys = sorted(temps["temps"])
-        outliers = set(o.get("gpu") if isinstance(o, dict) else o for o in temps["outliers"])
-        fig = go.Figure(go.Bar(x=keys, y=[temps["temps"][k] for k in keys],
-                               marker_color=["#c62828" if k in outliers else "#1565c0" for k in keys]))
-        fig.update_layout(title="GPU temperature vs peers (%s)" % temps["run_id"], yaxis_title="°C")
-        figs.append(("validation", fig))
+        figs.append(("cluster validation: NCCL", fig))
+    runs = {}
+    for mfu in charts["mfu"]:
+        runs[(mfu["run_id"], mfu.get("scale_nodes"), mfu.get("precision"))] = mfu
+    if runs:
+        keys = sorted(runs)
+        fig = go.Figure(go.Bar(x=["%s<br>%s nodes %s" % (k[0], k[1], k[2]) for k in keys],
+                               y=[runs[k].get("mfu_pct") for k in keys],
+                               text=[runs[k].get("convention") for k in keys]))
+        fig.update_layout(title="MFU per run (%, FLOPs convention on the bar)", yaxis_title="MFU %")
+        figs.append(("cluster validation: MFU", fig))
+    if charts["outliers"]:
+        labels = ["%s GPU%s (%s)" % (o["node"], o.get("gpu"), o.get("run_id", "")) for o in charts["outliers"]]
+        fig = go.Figure([go.Bar(x=labels, y=[o.get("value") for o in charts["outliers"]], name="outlier",
+                                marker_color="#c62828"),
+                         go.Bar(x=labels, y=[o.get("peer_median") for o in charts["outliers"]], name="peer median",
+                                marker_color="#1565c0")])
+        fig.update_layout(title="Telemetry outliers vs their peers (°C)", barmode="group", yaxis_title="°C")
+        figs.append(("cluster validation: telemetry", fig))
     return figs
 
 
@@ -287,10 +304,13 @@ def render_html(data, title="symphony.cluster handoff report"):
          ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")]
         for d in data["dispatch"]]) if data["dispatch"] else "<p>nothing to dispatch</p>")
     parts.append("<h2 id='firmware'>Firmware before / after</h2>")
+    shown = [f for f in data["firmware"] if f["changed"] or f["status"] != "pass"]
+    parts.append("<p>%d components checked on %d nodes; %d updated or not passing are listed.</p>" % (
+        len(data["firmware"]), len({f["hostname"] for f in data["firmware"]}), len(shown)))
     parts.append(_table(["node", "component", "status", "before", "after", "expected"], [
         [esc(f["hostname"]), esc(f["check"]), _status_cell(f["status"], f["reason"]),
          esc(json.dumps(f["before"])), esc(json.dumps(f["after"])), esc(json.dumps(f["expected"]))]
-        for f in data["firmware"]]) if data["firmware"] else "<p>no firmware steps recorded</p>")
+        for f in shown]) if shown else "<p>no firmware was changed</p>")
     parts.append("<h2 id='charts'>Evidence</h2>")
     for section, fig in _figures(data):
         parts.append("<h3>%s</h3>" % esc(section))

@@ -478,6 +478,11 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
     finished = clock()
     loc = out["localisation"]
     outcomes = _fabric.node_outcomes(loc, out["tests"], runner.threshold, cabling)
+    for node, outcome in outcomes.items():
+        # The node's own pair measurements travel with its verdict (the report's fabric pair matrix).
+        outcome["evidence"] = dict(outcome.get("evidence") or {}, pairs=[
+            {"a": t.a, "b": t.b, "value": t.value, "unit": t.unit, "status": t.status, "round": t.round}
+            for t in out["tests"] if node in (t.a, t.b)])
     events = _fabric.link_events(loc, run_id)
     if ledger is not None:
         results = [CheckResult(node=node, stage=stage, check=_fabric.CHECK_INTERFACE, status=o["status"],
@@ -492,7 +497,7 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
             ledger.record_event(node, _fabric.EVENT_LINK, data)
     return {"run_id": run_id, "rounds": out["rounds"], "schedule": schedule, "transport": transport.name,
             "threshold": runner.threshold,
-            "interfaces": {n: {k: o[k] for k in ("status", "reason", "remediation", "observed")}
+            "interfaces": {n: {k: o[k] for k in ("status", "reason", "remediation", "observed", "evidence")}
                            for n, o in outcomes.items()},
             "bad_interfaces": loc.bad_interfaces(), "bad_links": loc.bad_links(),
             "links": {k: {"verdict": v["verdict"], "info": v["info"]} for k, v in loc.links.items()},

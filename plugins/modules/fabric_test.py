@@ -211,7 +211,7 @@ plan:
   type: list
   elements: list
 interfaces:
-  description: Per node, the C(fabric_interface) status (pass, fail, not_run), reason, remediation and observed values.
+  description: Per node, the C(fabric_interface) status (pass, fail, not_run), reason, remediation, observed values and evidence (its pair measurements).
   returned: when not in check mode
   type: dict
   sample: {"lab3": {"status": "fail", "reason": "bad fabric interface: fails with known-good partners: ..."}}

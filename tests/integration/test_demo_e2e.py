@@ -1,0 +1,127 @@
+"""make demo, end to end: every seeded defect is caught at the stage where it belongs with the right reason, no
+healthy node fails, a rerun changes no firmware and gives the same verdicts, and the report opens cleanly.
+
+Runs the real demo (emulated fleet + 10 lab hosts + Slurm + ansible-playbook site.yml), twice: about 6 minutes.
+Needs root (the lab's network namespaces), like make demo itself.
+"""
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the demo's lab hosts need root (network namespaces)")
+
+HEALTHY = ["gpu-r01-u02", "gpu-r01-u18", "gpu-r01-u26", "gpu-r02-u02"]
+
+
+def _run_demo(repo_root, *args):
+    proc = subprocess.run([sys.executable, "-m", "symphony_demo", *args], cwd=repo_root, capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc.stdout, json.loads((repo_root / "build" / "demo" / "summary.json").read_text())
+
+
+def _emulator_stats(repo_root, method="GET"):
+    bmc_map = json.loads((repo_root / "build" / "demo" / "bmcs.json").read_text())
+    context = ssl.create_default_context(cafile=bmc_map["ca_bundle"]) if bmc_map.get("ca_bundle") else None
+    out = {}
+    for host, node in bmc_map["nodes"].items():
+        request = urllib.request.Request(node["url"] + "/_emulator/stats", method=method)
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            out[host] = json.loads(response.read() or b"{}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def first_run(repo_root):
+    return _run_demo(repo_root, "--fresh")
+
+
+def test_every_seeded_defect_is_caught_where_it_belongs(first_run, repo_root):
+    stdout, summary = first_run
+    nodes = summary["nodes"]
+    assert summary["wall_s"] < 600, "the demo must finish in under 10 minutes"
+
+    # pre_deployment (out-of-band audit): a missing GPU and a downtrained PCIe link
+    assert (nodes["gpu-r01-u10"]["last_stage"], nodes["gpu-r01-u10"]["gate"]) == ("pre_deployment", "fail")
+    assert nodes["gpu-r01-u10"]["reason"].startswith("gpus: expected 8 × H100 80GB HBM3, found 7; slot GPU5 empty")
+    assert (nodes["gpu-r02-u18"]["last_stage"], nodes["gpu-r02-u18"]["gate"]) == ("pre_deployment", "fail")
+    assert nodes["gpu-r02-u18"]["reason"].startswith("gpu_pcie_links: PCIe link downtrained: GPU3 at x8")
+
+    # provisioning: a firmware task that fails; a BMC behind the manifest that provisioning brings up to it
+    assert (nodes["gpu-r02-u10"]["last_stage"], nodes["gpu-r02-u10"]["gate"]) == ("provisioning", "fail")
+    assert nodes["gpu-r02-u10"]["reason"].startswith("firmware:bios: firmware task failed")
+    assert "Critical" in nodes["gpu-r02-u10"]["reason"]
+    ledger = open_ledger(str(repo_root / "build" / "demo" / "ledger.sqlite"))
+    bmc_steps = [r for r in ledger.history("gpu-r01-u18", "provisioning", "firmware:bmc") if r.status == "pass"]
+    assert bmc_steps and "01.01.10" in json.dumps(bmc_steps[0].to_dict()) and "11.01.01" in json.dumps(
+        bmc_steps[0].to_dict())
+    assert nodes["gpu-r01-u18"]["gates"]["provisioning"] == "pass"
+
+    # burn_in fabric tier: only the path gpu-r01-u26 <-> gpu-r02-u02 is slow: that link is blamed, no node is
+    run_id = max(r.run_id for r in ledger.current_results(stage="burn_in") if r.check == "fabric_interface")
+    bad_links = {tuple(sorted(e["data"]["info"]["nodes"])) for e in ledger.events(kind="fabric_link")
+                 if e["data"]["run_id"] == run_id and e["data"]["verdict"] == "bad"}
+    assert bad_links == {("gpu-r01-u26", "gpu-r02-u02")}
+    for host in ("gpu-r01-u26", "gpu-r02-u02"):
+        assert nodes[host]["gates"]["burn_in"] == "pass"
+
+    # cluster_validation: the hot GPU's node is drained, a spare that passed burn-in replaces it, the rerun passes
+    assert nodes["gpu-r02-u26"]["gates"]["cluster_validation"] == "fail"
+    assert nodes["gpu-r02-u26"]["reason"].startswith("telemetry_outliers: gpu-r02-u26 GPU 7")
+    drains = [e for e in ledger.events(node="gpu-r02-u26", kind="drain")]
+    assert drains and "GPU 7" in json.dumps(drains[-1]["data"])
+    promoted = [e["node"] for e in ledger.events(kind="spare_promoted")]
+    assert promoted and promoted[-1] in ("gpu-r01-u34", "gpu-r02-u34")
+    assert nodes[promoted[-1]]["gates"]["cluster_validation"] == "pass"
+
+    # no healthy node fails anywhere, and what cannot run here says so
+    for host in HEALTHY:
+        assert nodes[host]["gates"] == {"pre_deployment": "pass", "provisioning": "pass", "burn_in": "pass",
+                                        "cluster_validation": "pass"}, host
+    gpu_checks = [r for r in ledger.current_results(node="gpu-r01-u02", stage="burn_in")
+                  if r.check in ("dcgm_diag", "gpu_burn", "power_sustained")]
+    assert gpu_checks and all(r.status == "not_run" and "no GPU" in r.reason for r in gpu_checks)
+    assert "symphony.cluster demo: gates per node" in stdout and "build/demo/report/index.html" in stdout
+
+
+def test_rerun_changes_no_firmware_and_gives_the_same_verdicts(first_run, repo_root):
+    _, summary = first_run
+    _emulator_stats(repo_root, "DELETE")
+    _, again = _run_demo(repo_root)
+    verdict = {h: (n["last_stage"], n["gate"], n["reason"]) for h, n in summary["nodes"].items()}
+    assert {h: (n["last_stage"], n["gate"], n["reason"]) for h, n in again["nodes"].items()} == verdict
+    writes = {h: s["writes"] for h, s in _emulator_stats(repo_root).items()}
+    # only the node whose BIOS update keeps failing is written to again (it retries the failed update)
+    assert {h for h, w in writes.items() if w} <= {"gpu-r02-u10"}
+    assert writes["gpu-r01-u18"] == 0
+
+
+def test_report_opens_without_console_errors(first_run, repo_root, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    report = repo_root / "build" / "demo" / "report" / "index.html"
+    junit = (repo_root / "build" / "demo" / "report" / "junit.xml").read_text()
+    assert '<testsuite name="pre_deployment"' in junit and "slot GPU5 empty" in junit
+    errors = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(report.as_uri())
+        page.wait_for_load_state("load")
+        summary_text = page.inner_text("#summary + .cards")
+        charts = page.locator(".plotly-graph-div").count()
+        page.screenshot(path=str(repo_root / "build" / "demo" / "report" / "summary.png"))
+        browser.close()
+    assert errors == []
+    assert "10 nodes" in summary_text and "handed off" in summary_text
+    assert charts >= 3

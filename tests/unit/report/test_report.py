@@ -1,0 +1,72 @@
+"""The handoff report from a ledger: summary, gate matrix, dispatch list, firmware before/after, charts, JUnit."""
+
+import json
+import xml.etree.ElementTree as ET
+
+from ansible_collections.symphony.cluster.plugins.module_utils import _gate as g
+from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils import _report
+
+TWIN = {"n1": {"site": "s", "rack": "r01", "u": 2, "serial": "S1", "sku": "x"},
+        "n2": {"site": "s", "rack": "r01", "u": 10, "serial": "S2", "sku": "x"}}
+
+
+def _record(ledger, node, stage, checks, run_id):
+    graph = g.CheckGraph(stage, [g.CheckSpec(name) for name in checks])
+    results = graph.run(node, run_id, checks)
+    ledger.record_results(results)
+    ledger.record_gate(g.compute_gate(graph, results), run_id)
+
+
+def _fleet(ledger_path):
+    ledger = open_ledger(ledger_path)
+    _record(ledger, "n1", "pre_deployment", {"gpus": lambda c: g.passed()}, "pd1")
+    _record(ledger, "n2", "pre_deployment", {"gpus": lambda c: g.failed(
+        "expected 8 × H100 80GB HBM3, found 7; slot GPU5 empty", "reseat or replace GPU5")}, "pd1")
+    _record(ledger, "n1", "provisioning", {"firmware:bmc": lambda c: g.passed(
+        observed={"BMC": "11.01.01"}, evidence={"from": ["01.01.10"]})}, "pv1")
+    _record(ledger, "n1", "provisioning", {"firmware:bmc": lambda c: g.passed(observed={"BMC": "11.01.01"})}, "pv2")
+    pairs = [{"a": "n1", "b": "n3", "value": 9.5, "unit": "Gb/s", "status": "ok", "round": 1}]
+    _record(ledger, "n1", "burn_in", {
+        "fio_seq_read": lambda c: g.passed(observed={"read": {"bw_mbps": 591.8, "iops": 564.4}}),
+        "fabric_interface": lambda c: g.passed(evidence={"pairs": pairs})}, "bi1")
+    outlier = {"node": "n1", "gpu": 7, "metric": "temp_c", "value": 86.0, "peer_median": 56.7, "reason": "hot"}
+    _record(ledger, "n1", "cluster_validation", {
+        "mfu_target": lambda c: g.passed(evidence={"mfu": {"mfu_pct": 32.75, "convention": "torchtitan",
+                                                           "scale_nodes": 5, "precision": "fp32"}}),
+        "telemetry_outliers": lambda c: g.failed("hot", "drain", evidence={"outliers": [outlier]})}, "cv1")
+    ledger.record_event("n1", "drain", {"reason": "GPU 7 hot"})
+    return ledger
+
+
+def test_collect_reads_what_the_stages_recorded(tmp_path):
+    data = _report.collect(_fleet(str(tmp_path / "l.sqlite")), TWIN)
+    rows = {r["hostname"]: r for r in data["nodes"]}
+    assert (rows["n1"]["last_stage"], rows["n1"]["gate"]) == ("cluster_validation", "fail")
+    assert (rows["n2"]["last_stage"], rows["n2"]["gate"]) == ("pre_deployment", "fail")
+    assert data["summary"]["by_gate"] == {"cluster_validation:fail": 1, "pre_deployment:fail": 1}
+    # failing checks of every stage, in rack/U order: what a technician walks the floor with
+    assert [(d["hostname"], d["stage"], d["check"]) for d in data["dispatch"]] == [
+        ("n1", "cluster_validation", "telemetry_outliers"), ("n2", "pre_deployment", "gpus")]
+    assert data["dispatch"][1]["u"] == 10 and data["dispatch"][1]["remediation"] == "reseat or replace GPU5"
+    # before = what the update found (an earlier run), after = the latest fresh read
+    assert data["firmware"] == [{"hostname": "n1", "check": "firmware:bmc", "status": "pass", "before": ["01.01.10"],
+                                 "after": {"BMC": "11.01.01"}, "changed": True, "expected": None, "reason": ""}]
+    charts = data["charts"]
+    assert charts["storage"] == {"seq read (MB/s)": {"n1": 591.8}}
+    assert charts["pairs"][0]["value"] == 9.5
+    assert charts["mfu"][0]["mfu_pct"] == 32.75 and charts["outliers"][0]["peer_median"] == 56.7
+    assert data["matrix"]["n2"]["pre_deployment"]["gpus"]["status"] == "fail"
+
+
+def test_written_files(tmp_path):
+    written = _report.write_report(_fleet(str(tmp_path / "l.sqlite")), str(tmp_path / "out"), TWIN)
+    assert written["summary"]["nodes"] == 2 and written["summary"]["handed_off"] == 0
+    html = open(written["paths"]["html"], encoding="utf-8").read()
+    assert "https://cdn" not in html.split("<script>", 2)[0]  # plotly.js is inlined, nothing to fetch
+    assert html.count('class="plotly-graph-div') == 4  # storage, fabric pair matrix, MFU, outliers
+    assert "slot GPU5 empty" in html and "01.01.10" in html
+    suites = {s.get("name"): s for s in ET.parse(written["paths"]["junit"]).getroot()}
+    assert suites["pre_deployment"].get("failures") == "1"
+    assert suites["cluster_validation"].find("testcase[@name='telemetry_outliers']/failure").get("message") == "hot"
+    assert json.load(open(written["paths"]["json"]))["events"][0]["kind"] == "drain"
