@@ -90,7 +90,7 @@ bench: bootstrap
 	@for f in build/bench/*.json; do echo "$$f: $$(cat $$f)"; done
 
 demo: bootstrap
-	$(PY) -m symphony_demo
+	$(PY) -m symphony_demo $(ARGS)
 
 # The lab hosts: LAB_N network namespaces (1..8) with sshd + slurmd, slurmctld in the root namespace; needs root.
 # `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/.
