@@ -36,7 +36,6 @@ from ansible_collections.symphony.cluster.plugins.module_utils._discovery import
     tcp_reachable,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
-    RedfishError,
     SymphonyError,
     ValidationError,
 )
@@ -533,7 +532,7 @@ def check_cpus(ctx):
             reason = "model not reported by the BMC for %s; count checked" % ", ".join(_slot(c) for c in unreported)
         elif derived:
             reason = "Model null on %s; model read from %s" % (", ".join(_slot(c) for c in derived),
-                                                             derived[0].extra["model_source"])
+                                                               derived[0].extra["model_source"])
         return passed(expected=want, observed=observed, reason=reason)
 
     return _tolerate_gaps(_per_system(ctx, ctx.inv.of_kind("cpu"), evaluate), ctx.inv, ("processors",),

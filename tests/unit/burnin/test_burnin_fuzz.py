@@ -20,7 +20,7 @@ PARSERS = {
     "dmesg-xid-119-gsp-timeout-xe9680-gpud.log.txt": _xid.parse_xid_events,
 }
 ALL = sorted(set(PARSERS.values()), key=lambda f: f.__module__ + f.__name__) + [_lspci.parse_lspci_vv,
-                                                                                   _kmsg.parse_kernel_log]
+                                                                                _kmsg.parse_kernel_log]
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

@@ -30,8 +30,9 @@ def test_pc1_dcgm_3x_preamble_nulls_and_gpu_ids(tool_text):
 
 def test_pc1_status_compared_case_insensitively():
     doc = {"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
-        {"name": "memory", "results": [{"gpu_ids": "0", "status": "PASS"}, {"gpu_ids": "1", "status": "FAIL",
-                                        "warnings": [{"warning": "DBE on GPU 1", "error_id": 83}]}]},
+        {"name": "memory", "results": [
+            {"gpu_ids": "0", "status": "PASS"},
+            {"gpu_ids": "1", "status": "FAIL", "warnings": [{"warning": "DBE on GPU 1", "error_id": 83}]}]},
         {"name": "pcie", "results": [{"gpu_ids": "0,1", "status": "SKIP"}]},
         {"name": "diagnostic", "results": [{"gpu_ids": "0,1", "status": "Warn", "warnings": ["SM clocks low"]}]},
     ]}], "version": "3.3.5"}}

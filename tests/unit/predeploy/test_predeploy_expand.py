@@ -5,7 +5,6 @@ reader run against it.  With $expand (MaxLevels 2, as the Supermicro capture adv
 requests; member by member it costs 157; the normalised inventory and every check result are the same.
 """
 
-import base64
 
 import pytest
 import requests_mock
