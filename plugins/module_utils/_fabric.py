@@ -92,7 +92,7 @@ def round_robin(nodes):
     n = len(ring)
     fixed, rest = ring[0], ring[1:]
     rounds = []
-    for _ in range(n - 1):
+    for _round in range(n - 1):
         line = [fixed] + rest
         pairs = []
         for i in range(n // 2):

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def main():
     trace = ot.synthetic_trace(nodes=64, gpus_per_node=8, samples=3600, seed=0, hot=(40, 7, 20.0))
     times = []
-    for _ in range(5):
+    for _repeat in range(5):
         start = time.perf_counter()
         found = ot.find_outliers(trace, max_operating_temp_c=85.0)
         times.append(time.perf_counter() - start)

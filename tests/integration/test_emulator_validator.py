@@ -36,12 +36,12 @@ def test_generated_bmc_passes_the_dmtf_service_validator(shared, tmp_path):
                               # every resource type is validated; repeated members of long collections are
                               # capped (the defected DIMM3, GPU2..4, PSU1 and FAN2 stay inside the caps)
                               "--collectionlimit", "Memory", "4", "Drive", "2", "Sensor", "14",
-                              "SoftwareInventory", "8", "Port", "2", "NetworkAdapter", "2"], capture_output=True, text=True, timeout=600)
+                              "SoftwareInventory", "8", "Port", "2", "NetworkAdapter", "2"], capture_output=True, text=True, timeout=600, check=False)
         assert fleet.state(host)["sessions"] == 0      # the validator logged out
     out = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout + run.stderr)
     rows = [line for line in out.splitlines() if re.match(r"^\|\s+\d+\s+\|", line)]
     assert rows, out[-3000:]
-    passed, warned, failed, _ = [int(x) for x in re.findall(r"\d+", rows[-1])]
+    passed, warned, failed, _other = [int(x) for x in re.findall(r"\d+", rows[-1])]
     assert failed == 0, out[-5000:]
     assert passed > 1000
     assert run.returncode == 0

@@ -48,7 +48,7 @@ def test_pulsating_judges_on_phase_and_counts_power_brake_events():
                                              max_power_brake_events=0)
     assert per_gpu["0"]["mean_power_w"] == 690.0            # off-phase 90 W not judged
     assert per_gpu["0"]["power_brake_events"] == 2 and problems == ["GPU 0 2 power-brake event(s) > 0"]
-    ok, problems, _ = C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87, on_windows=windows)
+    ok, problems, _per_gpu = C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87, on_windows=windows)
     assert ok
     # judged on all samples the square wave averages 390 W: outside the band
     assert not C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87)[0]

@@ -17,7 +17,7 @@ def test_every_file_of_a_capture_is_served_byte_identical(mockups, name):
     checked = 0
     for path in sorted(root.rglob("index.json")):
         rel = path.parent.relative_to(root).as_posix()
-        url, _, query = ("/" + rel).partition("?")
+        url, _sep, query = ("/" + rel).partition("?")
         url = url.replace("_0x23_", "#")
         reply = bmc.handle("GET", url, query)
         assert reply.status == 200, url

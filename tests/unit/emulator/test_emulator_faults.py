@@ -17,7 +17,7 @@ def _follow(c, uri):
         nxt = body.get("Members@odata.nextLink")
         if not nxt:
             return pages, members, body["Members@odata.count"]
-        path, _, query = nxt.partition("?")
+        path, _sep, query = nxt.partition("?")
 
 
 def test_pagination_plain_pages(make_bmc):
@@ -50,7 +50,7 @@ def test_injected_5xx_has_html_body(make_bmc):
 
 def test_rates_are_rates(make_bmc):
     bmc, c = make_bmc(faults={"error_rate": 0.2, "seed": 7})
-    statuses = [c.get(ROOT + "/Systems").status for _ in range(1000)]
+    statuses = [c.get(ROOT + "/Systems").status for _request in range(1000)]
     assert 150 <= statuses.count(500) <= 250 and statuses.count(200) + statuses.count(500) == 1000
 
 
@@ -69,7 +69,7 @@ def test_connection_reset_and_malformed_json(make_bmc):
 
 def test_latency_and_slow_firmware_inventory(make_bmc):
     bmc, c = make_bmc(faults={"latency_ms": 50, "latency_jitter_ms": 20, "slow_firmware_inventory_ms": 700})
-    delays = [c.get(bmc.spec.S).delay for _ in range(50)]
+    delays = [c.get(bmc.spec.S).delay for _request in range(50)]
     assert all(0.05 <= d <= 0.07 for d in delays) and len(set(delays)) > 1
     assert 0.75 <= c.get(FW).delay <= 0.77
 

@@ -35,7 +35,7 @@ def test_system_identity_from_twin_and_sku(make_bmc):
 
 
 def test_gpus_follow_redfish_location(make_bmc):
-    bmc, client, sku, _ = _sku_of(make_bmc)
+    bmc, client, sku, _node = _sku_of(make_bmc)
     gpus = sku["bom"]["gpus"]
     assert gpus["redfish_location"] == "pcie_devices"   # Supermicro: GPU1..8 under Chassis/1/PCIeDevices
     members = [m["@odata.id"] for m in client.get(bmc.spec.C + "/PCIeDevices").json()["Members"]]
@@ -64,7 +64,7 @@ def test_gpus_as_processors_for_dgx(make_bmc, real_skus, demo_twin):
 
 
 def test_firmware_inventory_uses_literal_match_ids_and_target_versions(make_bmc):
-    bmc, client, sku, _ = _sku_of(make_bmc)
+    bmc, client, sku, _node = _sku_of(make_bmc)
     inv = client.get(ROOT + "/UpdateService/FirmwareInventory").json()
     ids = [m["@odata.id"].rsplit("/", 1)[-1] for m in inv["Members"]]
     expected = []
@@ -81,7 +81,7 @@ def test_firmware_inventory_uses_literal_match_ids_and_target_versions(make_bmc)
 
 
 def test_bios_attributes_and_settings_object(make_bmc):
-    bmc, client, sku, _ = _sku_of(make_bmc)
+    bmc, client, sku, _node = _sku_of(make_bmc)
     bios = client.get(bmc.spec.S + "/Bios").json()
     assert bios["Attributes"] == sku["bios"]["attributes"]
     assert bios["@Redfish.Settings"]["SettingsObject"]["@odata.id"] == sku["bios"]["settings_path"]
@@ -94,7 +94,7 @@ def test_bios_attributes_and_settings_object(make_bmc):
 
 
 def test_nics_psus_fans_sensors_counts(make_bmc):
-    bmc, client, sku, _ = _sku_of(make_bmc)
+    bmc, client, sku, _node = _sku_of(make_bmc)
     bom = sku["bom"]
     adapters = client.get(bmc.spec.C + "/NetworkAdapters").json()
     assert adapters["Members@odata.count"] == sum(n["count"] for n in bom["nics"])

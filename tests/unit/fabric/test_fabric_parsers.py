@@ -43,7 +43,7 @@ def iperf3_pair():
     srv = subprocess.Popen(["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.3)
     out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-n", "20M", "-J", "--bidir"],
-                         capture_output=True, text=True, timeout=30).stdout
+                         capture_output=True, text=True, timeout=30, check=False).stdout
     srv.wait(timeout=10)
     return out
 
@@ -59,7 +59,7 @@ def test_iperf3_refused_connection_is_an_error_not_a_number():
     if shutil.which("iperf3") is None:
         pytest.skip("iperf3 is not installed")
     out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", "5392", "-t", "1", "-J"],
-                         capture_output=True, text=True, timeout=30).stdout
+                         capture_output=True, text=True, timeout=30, check=False).stdout
     p = parse_iperf3_json(out)
     assert p["gbps"] is None and "unable to connect" in p["error"]
     with pytest.raises(ParseError):

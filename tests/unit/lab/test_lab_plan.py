@@ -26,7 +26,7 @@ def test_lab_host_plan_addresses_and_limits():
 
 
 def test_lab_shaping_plan_interface_and_link():
-    _, hosts = _net.host_plan(3)
+    _bridge, hosts = _net.host_plan(3)
     plan = [" ".join(c) for c in _net.shaping_plan(hosts, {"lab1": 200.0}, [["lab1", "lab2", 500.0],
                                                                             ["lab2", "lab3", 300]])]
     # lab1: whole interface at 200 Mbit/s out (namespace side) and in (bridge side); the lab1-lab2 path
@@ -54,7 +54,7 @@ def test_lab_slurm_conf_matches_slurmd_c():
     hw = _slurm.parse_slurmd_c(SLURMD_C)
     assert hw == {"CPUs": 2, "Boards": 1, "SocketsPerBoard": 1, "CoresPerSocket": 2, "ThreadsPerCore": 1,
                   "RealMemory": 24105}
-    _, hosts = _net.host_plan(2)
+    _bridge, hosts = _net.host_plan(2)
     conf = _slurm.render_conf("vm", "10.77.0.1", hosts, hw, "/work/main/build/lab")
     lines = conf.splitlines()
     assert "SlurmctldHost=vm(10.77.0.1)" in lines
@@ -69,7 +69,7 @@ def test_lab_slurm_conf_matches_slurmd_c():
 
 
 def test_lab_inventory_and_ssh_files():
-    _, hosts = _net.host_plan(2)
+    _bridge, hosts = _net.host_plan(2)
     inv = yaml.safe_load(_ssh.render_inventory(hosts, "/k/id_ed25519", "/k/ssh_config", "/v/bin/python", "lab"))
     lab1 = inv["all"]["children"]["lab"]["hosts"]["lab1"]
     assert lab1 == {"ansible_host": "10.77.0.11", "ansible_user": "root",

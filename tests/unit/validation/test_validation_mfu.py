@@ -43,7 +43,7 @@ def test_every_published_row_within_0_1_point(shared):
 
 def test_palm_attention_width_is_not_d_model(shared):
     row = [r for r in _rows(shared) if r["model"] == "PaLM 540B"][0]
-    shape, _ = _shape_for_row(row)
+    shape, _convention = _shape_for_row(row)
     assert shape.attention_width() == 12288
     right = _mfu.compute_mfu(shape, "palm", 38.79, 275)["mfu_pct"]
     shape.heads = shape.head_dim = 0  # d_model = 18 432 would be wrong

@@ -33,7 +33,7 @@ def test_no_hot_gpu_no_outlier_and_thresholds_configurable():
 
 
 def test_max_operating_temperature_rule_uses_hottest_sample():
-    records = [{"node": "n%d" % n, "gpu": 0, "temp_c": 70.0 + n * 0.1} for n in range(6) for _ in range(5)]
+    records = [{"node": "n%d" % n, "gpu": 0, "temp_c": 70.0 + n * 0.1} for n in range(6) for _sample in range(5)]
     records.append({"node": "n3", "gpu": 0, "temp_c": 82.5})  # one sample within 3 °C of 85
     found = ot.find_outliers(ot.Telemetry.from_records(records), max_operating_temp_c={"n3": 85.0})
     assert [(o["node"], o["rules"]) for o in found] == [("n3", ["max_temp"])]
@@ -43,7 +43,7 @@ def test_max_operating_temperature_rule_uses_hottest_sample():
 def test_sm_clock_low_side_only():
     records = []
     for n in range(8):
-        for _ in range(4):
+        for _sample in range(4):
             records.append({"node": "n%d" % n, "gpu": 0, "temp_c": 60.0 + n * 0.2,
                             "sm_clock_mhz": 1980.0 + (n % 3) - (400.0 if n == 5 else 0.0)})
     found = ot.find_outliers(ot.Telemetry.from_records(records))
@@ -64,7 +64,7 @@ def test_nvidia_smi_power_csv_fixture(tool_outputs):
 def test_jsonl_file_with_injected_hot_reading(tmp_path):
     path = tmp_path / "telemetry.jsonl"
     lines = [{"node": "lab%d" % n, "gpu": 0, "temp_c": 55.0 + n * 0.3, "power_w": 300.0} for n in range(4)
-             for _ in range(10)]
+             for _sample in range(10)]
     lines += [{"node": "lab2", "gpu": 0, "temp_c": 80.0}] * 11
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     found = ot.find_outliers(ot.load_file(str(path)))
