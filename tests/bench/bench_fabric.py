@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fabric localisation simulation: 1,024 nodes, k bad node interfaces AND k bad fabric links.

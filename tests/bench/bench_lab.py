@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lab hosts: time to bring the lab up and down, and throughput over an unshaped, a degraded-interface and a
