@@ -205,8 +205,8 @@ def judge_sel(mark, inv, error=None):
     if mark.get("incomplete"):
         return not_run("BMC SEL could not be read completely before burn-in (%s)" % mark["incomplete"])
     if warning:
-        reason = "SEL: no Critical entries during burn-in; %s: %s" % (_plural(len(warning), "Warning"),
-                                                                    describe_entries(warning))
+        reason = "SEL: no Critical entries during burn-in; %s: %s" % (
+            _plural(len(warning), "Warning"), describe_entries(warning))
     else:
         reason = "SEL: no Critical or Warning entries during burn-in (%d new entr%s)" % (
             len(entries), "y" if len(entries) == 1 else "ies")

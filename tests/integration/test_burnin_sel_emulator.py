@@ -31,8 +31,8 @@ def test_sel_scan_on_the_emulated_fleet(tmp_path):
         assert marked[hosts[1]]["logs"][sel]["last_id"] == 2
         assert "Connection refused" in marked[hosts[2]]["error"]
         # During burn-in the second node's BMC logs a Critical GPU temperature event.
-        fleet.call(lambda: fleet.bmc(hosts[1])._add_sel("Critical", "GPU5 temperature above upper critical",
-                                                          "Temperature"))
+        bmc = fleet.bmc(hosts[1])
+        fleet.call(lambda: bmc._add_sel("Critical", "GPU5 temperature above upper critical", "Temperature"))
         checked = sel_scan(dict(params, mode="check", marks=marked))
     checks = checked["checks"]
     assert checks[hosts[0]]["status"] == "pass"
