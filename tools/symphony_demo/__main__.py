@@ -214,6 +214,13 @@ def main(argv=None):
     write_images(twin)
     start_emulator(console)
     lab = start_lab(console, len(twin.nodes))
+    if args.fresh:
+        # A fresh rehearsal starts from an idle cluster: nodes an earlier run drained go back into service
+        # (a rerun without --fresh keeps them drained, as an operator's cluster would).
+        for node, state in sorted(lab.node_states().items()):
+            if state.startswith("drain"):
+                lab.resume(node)
+                console.print("slurm: resumed %s (drained by an earlier run)" % node)
     apply_lab_defects(console, lab, twin)
     rc = run_site(console, args.ansible_args)
     summary = summarise(console, time.monotonic() - start, rc)
