@@ -31,6 +31,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
     ValidationError,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils import _gate
+from ansible_collections.symphony.cluster.plugins.module_utils._slurm import is_drained as _slurm_is_drained
 
 STAGE = "cluster_validation"
 GRAPH = _gate.CheckGraph(STAGE, [
@@ -93,8 +94,8 @@ def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=Non
     ``ansible_host``); ``explicit``: ``{node: NodeName}`` given by the operator.  A node is its explicit name,
     else itself when Slurm has a node of that name, else the Slurm node whose ``NodeAddr`` or ``NodeHostName``
     equals its address (in the demo the twin's ``gpu-r01-u02`` is the lab host ``lab1`` at 10.77.0.11).
-    A node of the run that Slurm does not know raises :class:`ValidationError` naming it; such a spare is
-    left out of the spare pool with the reason.
+    A node of the run that Slurm does not know, or has drained or down, raises :class:`ValidationError` naming
+    it; such a spare is left out of the spare pool with the reason.
     """
     addresses, explicit = addresses or {}, explicit or {}
     by_addr = {}
@@ -111,6 +112,15 @@ def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=Non
             if host not in slurm_nodes and addresses.get(host) in by_addr:
                 name = by_addr[addresses[host]]
         if name in slurm_nodes:
+            state = slurm_nodes[name].get("state") or ""
+            if _slurm_is_drained(state):
+                # A job asking for a drained node pends until its time-out: refuse up front, with Slurm's reason.
+                why = "Slurm node %s is %s (%s)" % (name, state, slurm_nodes[name].get("reason") or "no reason given")
+                if host in nodes:
+                    raise ValidationError("node %s cannot run: %s; resume it once burn_in passes again, or leave "
+                                          "it out of the play" % (host, why), where=host)
+                skipped[host] = why
+                continue
             names[host] = name
             continue
         why = "Slurm has no %s%s" % (how, " nor a NodeAddr/NodeHostName %s" % addresses[host]

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils import _evict, _handoff, _ledger, _gate
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils import _mfu, _outliers
 
 SCALES = [_evict.Scale("smoke", "fp32", 20.0, nodes=2), _evict.Scale("smoke", "fp32", 20.0, nodes=None)]
@@ -172,3 +173,16 @@ def test_file_telemetry_rows_by_slurm_name_name_the_inventory_node(tmp_path):
     found = _evict.file_telemetry(str(path), names=names)(["gpu-r01-u02", "gpu-r01-u07"], 1)
     assert [(o["node"], o["gpu"]) for o in found] == [("gpu-r01-u07", 0)]
     assert found[0]["value"] == pytest.approx(74.0)
+
+
+def test_drained_slurm_nodes_are_refused_up_front_and_drained_spares_passed_over():
+    """A job asking for a drained node would pend until its time-out: name the node and Slurm's reason instead."""
+    slurm_nodes = {"lab1": {"state": "IDLE", "addr": "10.77.0.11"},
+                   "lab2": {"state": "IDLE+DRAIN", "reason": "GPU 7 hot", "addr": "10.77.0.12"},
+                   "lab3": {"state": "DOWN", "reason": "Not responding", "addr": "10.77.0.13"}}
+    addresses = {"n1": "10.77.0.11", "n2": "10.77.0.12", "s3": "10.77.0.13"}
+    names, skipped = _evict.resolve_slurm_names(["n1"], ["s3"], slurm_nodes, addresses=addresses)
+    assert names == {"n1": "lab1"}
+    assert skipped == {"s3": "Slurm node lab3 is DOWN (Not responding)"}
+    with pytest.raises(ValidationError, match=r"node n2 cannot run: Slurm node lab2 is IDLE\+DRAIN \(GPU 7 hot\)"):
+        _evict.resolve_slurm_names(["n1", "n2"], [], slurm_nodes, addresses=addresses)
