@@ -118,3 +118,50 @@ def run_batch(items, work, workers=DEFAULT_WORKERS, per_key=DEFAULT_PER_BMC, key
     for thread in threads:
         thread.join()
     return {host: results[host] for host in hosts}
+
+
+# The modules' side: one argument spec for the options documented in doc_fragments/fleet.py.
+_CONNECTION_SPEC = {
+    "bmc_map": {"type": "path"},
+    "username": {"type": "str"},
+    "password": {"type": "str", "no_log": True},
+    "auth": {"type": "str", "choices": ["session", "basic", "auto"], "default": "auto"},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "path"},
+    "connect_timeout": {"type": "float", "default": 5},
+    "read_timeout": {"type": "float", "default": 30},
+    "retries": {"type": "int", "default": 2},
+}
+
+_TWIN_BATCH_SPEC = {
+    "nodes": {"type": "list", "elements": "dict"},
+    "twin": {"type": "path"},
+    "hosts": {"type": "list", "elements": "str"},
+    "sku_dir": {"type": "path", "required": True},
+    "max_concurrency": {"type": "int", "default": 4},
+    "per_bmc": {"type": "int", "default": DEFAULT_PER_BMC},
+    "registry_dir": {"type": "path"},
+}
+
+# AnsibleModule keyword arguments of the twin-batch modules: nodes from O(nodes) or from O(twin), not both.
+TWIN_BATCH_MODULE_KWARGS = {"mutually_exclusive": [("nodes", "twin")], "required_one_of": [("nodes", "twin")]}
+
+
+def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS):
+    """The argument spec of a controller-side fleet module (doc fragment ``symphony.cluster.fleet``).
+
+    Returns a new dict: the BMC connection options and ``workers`` (default ``workers`` threads),
+    with ``twin_batch`` also ``nodes``/``twin``/``hosts``/``sku_dir``/``max_concurrency``/``per_bmc``/
+    ``registry_dir`` (fragment ``symphony.cluster.fleet.TWIN_BATCH``), then the module's own
+    ``options`` (name -> spec), which may not redefine a shared one.  Raises :class:`ValueError` if one does.
+    """
+    spec = {name: dict(option) for name, option in _CONNECTION_SPEC.items()}
+    spec["workers"] = {"type": "int", "default": workers}
+    if twin_batch:
+        spec.update((name, dict(option)) for name, option in _TWIN_BATCH_SPEC.items())
+    options = options or {}
+    clash = sorted(set(spec) & set(options))
+    if clash:
+        raise ValueError("module options redefine shared fleet options: %s" % ", ".join(clash))
+    spec.update(options)
+    return spec

@@ -36,50 +36,14 @@ options:
     description: With O(mode=check), the C(marks) that O(mode=mark) returned (host -> mark).
     type: dict
     default: {}
-  bmc_map:
-    description:
-      - JSON map of per-node BMC C(url), C(username), C(password) and C(ca_bundle) (the format M(symphony.cluster.twin_audit)
-        reads; the Redfish fleet emulator writes one). A host in the map is reached there.
-    type: path
   bmc_addresses:
     description: BMC address or URL per host not in O(bmc_map) (for example the twin's C(bmc_address)).
     type: dict
     default: {}
-  username:
-    description: BMC user name for hosts whose O(bmc_map) entry has none.
-    type: str
-  password:
-    description: BMC password (vault or AWX credential). Never logged or returned.
-    type: str
-  auth:
-    description: Redfish session (always deleted), Basic, or session with Basic fallback.
-    type: str
-    choices: [session, basic, auto]
-    default: auto
   validate_certs:
-    description: Verify the BMCs' TLS certificates.
-    type: bool
-    default: true
-  ca_path:
-    description: CA bundle to verify BMC certificates with.
-    type: path
-  connect_timeout:
-    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
-    type: float
-    default: 5
-  read_timeout:
-    description: Seconds to wait for a BMC's answer, per request.
-    type: float
-    default: 30
-  retries:
-    description: Re-sends after connection errors, timeouts, 408, 429 and 5xx, with backoff.
-    type: int
-    default: 2
-  workers:
-    description: BMCs read at once (threads on the controller).
-    type: int
-    default: 64
+    description: Verify the BMCs' TLS certificates (this module does not return the warning when it is off).
 extends_documentation_fragment:
+  - symphony.cluster.fleet
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
   - symphony.cluster.attributes.INFO_MODULE
@@ -139,24 +103,15 @@ failed_hosts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet import fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._sel_scan import sel_scan
 
-ARGUMENT_SPEC = {
+ARGUMENT_SPEC = fleet_argument_spec(options={
     "mode": {"type": "str", "choices": ["mark", "check"], "required": True},
     "hosts": {"type": "list", "elements": "str", "required": True},
     "marks": {"type": "dict", "default": {}},
-    "bmc_map": {"type": "path"},
     "bmc_addresses": {"type": "dict", "default": {}},
-    "username": {"type": "str"},
-    "password": {"type": "str", "no_log": True},
-    "auth": {"type": "str", "choices": ["session", "basic", "auto"], "default": "auto"},
-    "validate_certs": {"type": "bool", "default": True},
-    "ca_path": {"type": "path"},
-    "connect_timeout": {"type": "float", "default": 5},
-    "read_timeout": {"type": "float", "default": 30},
-    "retries": {"type": "int", "default": 2},
-    "workers": {"type": "int", "default": 64},
-}
+})
 
 
 def main():

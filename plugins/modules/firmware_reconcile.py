@@ -35,75 +35,10 @@ options:
   run_id:
     description: Run id to record under; give the C(run_id) the C(out_of_band) phase returned to the C(verify) phase.
     type: str
-  nodes:
-    description:
-      - Twin node dicts (the C(symphony_twin) hostvar the twin inventory plugin sets), each with C(hostname), C(sku)
-        and C(bmc_address); C(inband_address) is where the runtime answers SSH. Mutually exclusive with O(twin).
-    type: list
-    elements: dict
-  twin:
-    description: A twin file to read the nodes from instead of O(nodes).
-    type: path
-  hosts:
-    description: With O(twin), only these hostnames (default every node of the twin).
-    type: list
-    elements: str
-  sku_dir:
-    description: Directory of SKU manifests (C(skus/) of the collection).
-    type: path
-    required: true
-  bmc_map:
-    description: JSON map of per-node BMC C(url), C(username), C(password), C(ca_bundle) (the emulator writes one).
-    type: path
-  username:
-    description: BMC user name for nodes not in O(bmc_map).
-    type: str
-  password:
-    description: BMC password (vault or AWX credential). Never logged, returned or written to the ledger.
-    type: str
-  auth:
-    description: Redfish session (always deleted), Basic, or session with Basic fallback.
-    type: str
-    choices: [session, basic, auto]
-    default: auto
-  validate_certs:
-    description: Verify the BMCs' TLS certificates; turning it off is reported as a warning.
-    type: bool
-    default: true
-  ca_path:
-    description: CA bundle to verify BMC certificates with.
-    type: path
-  connect_timeout:
-    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
-    type: float
-    default: 5
-  read_timeout:
-    description: Seconds to wait for a BMC's answer, per request.
-    type: float
-    default: 30
-  retries:
-    description: Re-sends after connection errors, timeouts, 408, 429 and 5xx, with backoff and C(Retry-After).
-    type: int
-    default: 2
-  max_concurrency:
-    description: Redfish requests in flight to one BMC at once.
-    type: int
-    default: 4
-  workers:
-    description: Threads of the controller-side pool (BMCs handled at once).
-    type: int
-    default: 64
-  per_bmc:
-    description: Nodes handled at once behind one BMC endpoint.
-    type: int
-    default: 1
   allow_downgrade:
     description: Allow a target older than the running version (a manifest component's C(allow_downgrade) also does).
     type: bool
     default: false
-  registry_dir:
-    description: Directory of Redfish message registries to resolve C(MessageId)s in BMC errors and task messages.
-    type: path
   image_dir:
     description: Directory holding the manifest images (file name = basename of C(image.uri)); each is checked
       against the manifest sha256 before it is uploaded.
@@ -153,6 +88,8 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - symphony.cluster.fleet
+  - symphony.cluster.fleet.TWIN_BATCH
   - symphony.cluster.ledger
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
@@ -225,29 +162,13 @@ writes:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._provision import module_run
 
-ARGUMENT_SPEC = {
+ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "phase": {"type": "str", "choices": ["out_of_band", "verify"], "default": "out_of_band"},
     "run_id": {"type": "str"},
-    "nodes": {"type": "list", "elements": "dict"},
-    "twin": {"type": "path"},
-    "hosts": {"type": "list", "elements": "str"},
-    "sku_dir": {"type": "path", "required": True},
-    "bmc_map": {"type": "path"},
-    "username": {"type": "str"},
-    "password": {"type": "str", "no_log": True},
-    "auth": {"type": "str", "choices": ["session", "basic", "auto"], "default": "auto"},
-    "validate_certs": {"type": "bool", "default": True},
-    "ca_path": {"type": "path"},
-    "connect_timeout": {"type": "float", "default": 5},
-    "read_timeout": {"type": "float", "default": 30},
-    "retries": {"type": "int", "default": 2},
-    "max_concurrency": {"type": "int", "default": 4},
-    "workers": {"type": "int", "default": 64},
-    "per_bmc": {"type": "int", "default": 1},
     "allow_downgrade": {"type": "bool", "default": False},
-    "registry_dir": {"type": "path"},
     "image_dir": {"type": "path"},
     "image_base_url": {"type": "str"},
     "task_timeout_s": {"type": "float", "default": 1800},
@@ -261,12 +182,11 @@ ARGUMENT_SPEC = {
     "tunings_results": {"type": "dict"},
     "optional": {"type": "list", "elements": "str", "default": []},
     "ledger": {"type": "str"},
-}
+})
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
-                           mutually_exclusive=[("nodes", "twin")], required_one_of=[("nodes", "twin")])
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **TWIN_BATCH_MODULE_KWARGS)
     try:
         result = module_run(module.params, module.params["phase"], check_mode=module.check_mode)
     except SymphonyError as exc:

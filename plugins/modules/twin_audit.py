@@ -29,71 +29,16 @@ options:
       - Twin node dicts to audit (the C(symphony_twin) hostvar the twin inventory plugin sets), each with
         C(hostname), C(sku), C(serial), C(bmc_mac), C(bmc_address) and for the dispatch list C(site), C(rack), C(u).
       - Mutually exclusive with O(twin).
-    type: list
-    elements: dict
-  twin:
-    description: A twin file to read the nodes from instead of O(nodes).
-    type: path
-  hosts:
-    description: With O(twin), audit only these hostnames (default all nodes of the twin).
-    type: list
-    elements: str
-  sku_dir:
-    description: Directory of SKU manifests (C(skus/) of the collection).
-    type: path
-    required: true
-  bmc_map:
-    description:
-      - JSON map of per-node BMC C(url), C(username), C(password) and C(ca_bundle) (the Redfish fleet emulator writes
-        one for rehearsals). A node in the map is reached there; others at their DHCP lease, else the twin address.
-    type: path
-  username:
-    description: BMC user name for nodes not in O(bmc_map).
-    type: str
-  password:
-    description: BMC password (vault or AWX credential). Never logged, returned or written to the ledger.
-    type: str
-  auth:
-    description: Redfish session (always deleted), Basic, or session with Basic fallback.
-    type: str
-    choices: [session, basic, auto]
-    default: auto
-  validate_certs:
-    description: Verify the BMCs' TLS certificates; turning it off is reported as a warning.
-    type: bool
-    default: true
-  ca_path:
-    description: CA bundle to verify BMC certificates with.
-    type: path
-  connect_timeout:
-    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
-    type: float
-    default: 5
-  read_timeout:
-    description: Seconds to wait for a BMC's answer, per request.
-    type: float
-    default: 30
-  retries:
-    description: Re-sends after connection errors, timeouts, 408, 429 and 5xx, with backoff and C(Retry-After).
-    type: int
-    default: 2
   max_concurrency:
     description:
       - Redfish requests in flight to one BMC at once.
       - Used while the pool has more O(workers) than nodes; a batch with at least as many nodes as
         O(workers) reads each BMC one request at a time (parallel requests cost controller CPU the batch needs).
-    type: int
-    default: 4
   workers:
     description:
       - Threads of the controller-side pool (BMCs audited at once).
       - 128 audits 1,000 BMCs at 100 ms per request in well under a minute on two cores (C(make bench)).
-    type: int
     default: 128
-  per_bmc:
-    description: Nodes audited at once behind one BMC endpoint.
-    type: int
-    default: 1
   lease_file:
     description: DHCP lease file to find each BMC's address by MAC (checks lease_captured, address_reserved).
     type: path
@@ -125,10 +70,9 @@ options:
     description: Also return every check's expected/observed values per host (large for big batches).
     type: bool
     default: false
-  registry_dir:
-    description: Directory of Redfish message registries to resolve C(MessageId)s in BMC errors.
-    type: path
 extends_documentation_fragment:
+  - symphony.cluster.fleet
+  - symphony.cluster.fleet.TWIN_BATCH
   - symphony.cluster.ledger
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
@@ -208,25 +152,10 @@ wall_s:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import module_twin_audit
 
-ARGUMENT_SPEC = {
-    "nodes": {"type": "list", "elements": "dict"},
-    "twin": {"type": "path"},
-    "hosts": {"type": "list", "elements": "str"},
-    "sku_dir": {"type": "path", "required": True},
-    "bmc_map": {"type": "path"},
-    "username": {"type": "str"},
-    "password": {"type": "str", "no_log": True},
-    "auth": {"type": "str", "choices": ["session", "basic", "auto"], "default": "auto"},
-    "validate_certs": {"type": "bool", "default": True},
-    "ca_path": {"type": "path"},
-    "connect_timeout": {"type": "float", "default": 5},
-    "read_timeout": {"type": "float", "default": 30},
-    "retries": {"type": "int", "default": 2},
-    "max_concurrency": {"type": "int", "default": 4},
-    "workers": {"type": "int", "default": 128},
-    "per_bmc": {"type": "int", "default": 1},
+ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, workers=128, options={
     "lease_file": {"type": "path"},
     "lease_format": {"type": "str", "choices": ["isc", "kea", "dnsmasq"], "default": "isc"},
     "sel_since": {"type": "str", "default": "30d"},
@@ -235,14 +164,12 @@ ARGUMENT_SPEC = {
     "optional": {"type": "list", "elements": "str", "default": []},
     "run_id": {"type": "str"},
     "return_details": {"type": "bool", "default": False},
-    "registry_dir": {"type": "path"},
     "ledger": {"type": "str"},
-}
+})
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
-                           mutually_exclusive=[("nodes", "twin")], required_one_of=[("nodes", "twin")])
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **TWIN_BATCH_MODULE_KWARGS)
     try:
         result = module_twin_audit(module.params, check_mode=module.check_mode)
     except SymphonyError as exc:

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    """Options of the controller-side modules that reach a batch of BMCs over Redfish at once.
+
+    ``DOCUMENTATION``: how each BMC is reached and the controller's thread pool (every fleet module);
+    ``TWIN_BATCH``: the nodes taken from the twin, the SKU manifests and the per-BMC caps (the modules
+    that audit or provision twin nodes).  The argument specs are ``_fleet.fleet_argument_spec()``.
+    """
+
+    DOCUMENTATION = r"""
+options:
+  bmc_map:
+    description:
+      - JSON map of per-node BMC C(url), C(username), C(password) and C(ca_bundle) (the Redfish fleet emulator
+        writes one for rehearsals). A node in the map is reached there; the module's other options say where
+        the others are.
+    type: path
+  username:
+    description: BMC user name for nodes not in O(bmc_map) or whose entry names none.
+    type: str
+  password:
+    description: BMC password (vault or AWX credential). Never logged, returned or written to the ledger.
+    type: str
+  auth:
+    description: Redfish session (always deleted), Basic, or session with Basic fallback.
+    type: str
+    choices: [session, basic, auto]
+    default: auto
+  validate_certs:
+    description: Verify the BMCs' TLS certificates; turning it off is reported as a warning.
+    type: bool
+    default: true
+  ca_path:
+    description: CA bundle to verify BMC certificates with.
+    type: path
+  connect_timeout:
+    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
+    type: float
+    default: 5
+  read_timeout:
+    description: Seconds to wait for a BMC's answer, per request.
+    type: float
+    default: 30
+  retries:
+    description: Re-sends after connection errors, timeouts, 408, 429 and 5xx, with backoff and C(Retry-After).
+    type: int
+    default: 2
+  workers:
+    description: Threads of the controller-side pool (BMCs handled at once).
+    type: int
+    default: 64
+"""
+
+    TWIN_BATCH = r"""
+options:
+  nodes:
+    description:
+      - Twin node dicts (the C(symphony_twin) hostvar the twin inventory plugin sets), each with C(hostname),
+        C(sku) and C(bmc_address); C(inband_address) is where the runtime answers SSH.
+      - Mutually exclusive with O(twin).
+    type: list
+    elements: dict
+  twin:
+    description: A twin file to read the nodes from instead of O(nodes).
+    type: path
+  hosts:
+    description: With O(twin), only these hostnames (default every node of the twin).
+    type: list
+    elements: str
+  sku_dir:
+    description: Directory of SKU manifests (C(skus/) of the collection).
+    type: path
+    required: true
+  max_concurrency:
+    description: Redfish requests in flight to one BMC at once.
+    type: int
+    default: 4
+  per_bmc:
+    description: Nodes handled at once behind one BMC endpoint.
+    type: int
+    default: 1
+  registry_dir:
+    description: Directory of Redfish message registries to resolve C(MessageId)s in BMC errors and task messages.
+    type: path
+"""
