@@ -585,6 +585,22 @@ def _launcher_from_params(params):
                          partition=params.get("partition"), extra_args=params.get("launcher_args"))
 
 
+def launcher_argument_spec(default="ssh"):
+    """The argument spec of the launcher options read by :func:`_launcher_from_params` (doc fragment
+    ``symphony.cluster.launcher``): a new dict, ``launcher`` defaulting to ``default``."""
+    return {
+        "launcher": {"type": "str", "default": default, "choices": list(LAUNCHERS)},
+        "partition": {"type": "str"},
+        "launcher_args": {"type": "list", "elements": "str", "default": []},
+        "ssh_config": {"type": "path"},
+        "ssh_hosts": {"type": "dict", "default": {}},
+        "ssh_identity_file": {"type": "path"},
+        "ssh_user": {"type": "str"},
+        "ssh_port": {"type": "int"},
+        "connect_timeout": {"type": "int", "default": 10},
+    }
+
+
 def load_twin_file(path):
     """Load a twin file, also a twin inventory source (see :func:`_twin.load_twin`)."""
     return load_twin(path)

@@ -40,44 +40,6 @@ options:
     type: str
     default: iperf3
     choices: [iperf3, ib_write_bw, nccl-tests, rccl-tests]
-  launcher:
-    description:
-      - How commands reach the nodes. C(ssh) runs on each node with the OpenSSH client (BatchMode, host keys
-        verified as the ssh configuration says); C(srun)/C(mpirun) use the cluster's scheduler (required for
-        nccl-tests/rccl-tests); C(local) runs on the controller (loopback tests).
-    type: str
-    default: ssh
-    choices: [ssh, srun, mpirun, local]
-  ssh_config:
-    description: OpenSSH client configuration file (C(ssh -F)).
-    type: path
-  ssh_hosts:
-    description:
-      - SSH destination per node (its management address) when the node name does not resolve; nodes not
-        listed are reached by their name.
-    type: dict
-    default: {}
-  ssh_identity_file:
-    description: Private key file (C(ssh -i)).
-    type: path
-  ssh_user:
-    description: Remote user (C(ssh -l)).
-    type: str
-  ssh_port:
-    description: Remote SSH port.
-    type: int
-  connect_timeout:
-    description: SSH connect timeout in seconds.
-    type: int
-    default: 10
-  partition:
-    description: Slurm partition for C(srun).
-    type: str
-  launcher_args:
-    description: Extra arguments for C(srun) or C(mpirun).
-    type: list
-    elements: str
-    default: []
   schedule:
     description: Which schedule to run.
     type: str
@@ -156,7 +118,10 @@ options:
     description: Whether to append the verdicts to the ledger.
     type: bool
     default: true
+  launcher:
+    default: ssh
 extends_documentation_fragment:
+  - symphony.cluster.launcher
   - symphony.cluster.ledger
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
@@ -254,15 +219,7 @@ ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "addresses": {"type": "dict", "default": {}},
     "transport": {"type": "str", "default": "iperf3", "choices": list(_transports.TRANSPORTS)},
-    "launcher": {"type": "str", "default": "ssh", "choices": list(_transports.LAUNCHERS)},
-    "ssh_config": {"type": "path"},
-    "ssh_hosts": {"type": "dict", "default": {}},
-    "ssh_identity_file": {"type": "path"},
-    "ssh_user": {"type": "str"},
-    "ssh_port": {"type": "int"},
-    "connect_timeout": {"type": "int", "default": 10},
-    "partition": {"type": "str"},
-    "launcher_args": {"type": "list", "elements": "str", "default": []},
+    **_transports.launcher_argument_spec(default="ssh"),
     "schedule": {"type": "str", "default": "adaptive", "choices": ["adaptive", "round_robin", "tri_ring"]},
     "seed": {"type": "int"},
     "max_rounds": {"type": "int", "default": 8},

@@ -65,35 +65,6 @@ options:
   binary_dir:
     description: Directory of the nccl-tests/rccl-tests binaries on the nodes (default found on PATH).
     type: str
-  launcher:
-    description: How the runs are launched.
-    type: str
-    default: srun
-    choices: [srun, mpirun, ssh, local]
-  partition:
-    description: Slurm partition for C(srun).
-    type: str
-  launcher_args:
-    description: Extra arguments for C(srun)/C(mpirun).
-    type: list
-    elements: str
-    default: []
-  ssh_config:
-    description: OpenSSH client configuration file, for single-node runs over C(ssh).
-    type: path
-  ssh_identity_file:
-    description: Private key file for C(ssh).
-    type: path
-  ssh_user:
-    description: Remote user for C(ssh).
-    type: str
-  ssh_port:
-    description: Remote SSH port.
-    type: int
-  connect_timeout:
-    description: SSH connect timeout in seconds.
-    type: int
-    default: 10
   timeout_s:
     description: Seconds one run (one node count) may take.
     type: int
@@ -124,7 +95,10 @@ options:
     description: Whether to append the results to the ledger.
     type: bool
     default: true
+  launcher:
+    default: srun
 extends_documentation_fragment:
+  - symphony.cluster.launcher
   - symphony.cluster.ledger
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
@@ -211,14 +185,7 @@ ARGUMENT_SPEC = {
     "nccl_env": {"type": "dict", "default": {}},
     "gpus_per_node": {"type": "int", "default": 8},
     "binary_dir": {"type": "str"},
-    "launcher": {"type": "str", "default": "srun", "choices": ["srun", "mpirun", "ssh", "local"]},
-    "partition": {"type": "str"},
-    "launcher_args": {"type": "list", "elements": "str", "default": []},
-    "ssh_config": {"type": "path"},
-    "ssh_identity_file": {"type": "path"},
-    "ssh_user": {"type": "str"},
-    "ssh_port": {"type": "int"},
-    "connect_timeout": {"type": "int", "default": 10},
+    **_transports.launcher_argument_spec(default="srun"),
     "timeout_s": {"type": "int", "default": 1800},
     "results_from": {"type": "list", "elements": "dict", "default": [],
                      "options": {"nodes": {"type": "int", "required": True},
