@@ -165,3 +165,98 @@ def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS)
         raise ValueError("module options redefine shared fleet options: %s" % ", ".join(clash))
     spec.update(options)
     return spec
+
+
+# The module_utils' side: settings, clients and nodes of the stages that work through a batch of BMCs.
+@dataclass
+class BmcFleetSettings:
+    """How a controller-side stage reaches its BMCs (fields shared by the stages' settings).
+
+    ``connect_timeout``/``read_timeout`` in seconds (per request); ``retries``: re-sends after
+    connection errors, timeouts, 408/429/5xx; ``workers``: threads of the controller-side pool;
+    ``per_bmc``: nodes handled at once behind one BMC endpoint; ``max_concurrency``: Redfish
+    requests in flight to one BMC; ``bmc_map``: path of a map file (per-node url/credentials/CA,
+    see ``_predeploy.load_bmc_map``); ``ledger``: ledger path or None (nothing written);
+    ``optional``: checks the gate does not require; ``registry_dir``: Redfish message registries.
+    """
+
+    username: str = None
+    password: str = None
+    validate_certs: bool = True
+    ca_path: str = None
+    auth: str = "auto"
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    retries: int = 2
+    workers: int = DEFAULT_WORKERS
+    per_bmc: int = DEFAULT_PER_BMC
+    max_concurrency: int = 4
+    bmc_map: str = None
+    ledger: str = None
+    optional: tuple = ()
+    registry_dir: str = None
+
+
+def fleet_settings_kwargs(params, workers=DEFAULT_WORKERS):
+    """The :class:`BmcFleetSettings` fields but ``ledger`` from module params (``fleet_argument_spec``
+    names), a missing or empty value taking the default (``workers`` threads).  Returns a dict."""
+    return {
+        "username": params.get("username"), "password": params.get("password"),
+        "validate_certs": params.get("validate_certs", True), "ca_path": params.get("ca_path"),
+        "auth": params.get("auth") or "auto", "connect_timeout": params.get("connect_timeout") or 5.0,
+        "read_timeout": params.get("read_timeout") or 30.0, "retries": params.get("retries", 2),
+        "workers": params.get("workers") or workers, "per_bmc": params.get("per_bmc") or DEFAULT_PER_BMC,
+        "max_concurrency": params.get("max_concurrency") or 4, "bmc_map": params.get("bmc_map"),
+        "optional": tuple(params.get("optional") or ()), "registry_dir": params.get("registry_dir"),
+    }
+
+
+def require_credentials(settings, where):
+    """Raise :class:`ValidationError` (at ``where``) unless ``settings`` has a BMC map or a user and password."""
+    if not settings.bmc_map and not (settings.username and settings.password):
+        raise ValidationError("give username and password (vault/AWX credential) or a bmc_map with credentials",
+                              where=where)
+
+
+def bmc_client(factory, url, entry, settings, **kwargs):
+    """A Redfish client for one BMC: ``factory(url, ...)`` (``RedfishClient``'s signature).
+
+    ``entry``: the node's BMC map entry (``username``/``password``/``ca_path``/``validate_certs``
+    override ``settings``, a :class:`BmcFleetSettings`); ``kwargs`` are passed on (``registries``,
+    ``keep_alive``).  The client is not opened.
+    """
+    verify = settings.validate_certs if entry.get("validate_certs") is None else bool(entry["validate_certs"])
+    return factory(url, username=entry.get("username") or settings.username,
+                   password=entry.get("password") or settings.password, verify=verify,
+                   ca_path=entry.get("ca_path") or settings.ca_path, connect_timeout=settings.connect_timeout,
+                   read_timeout=settings.read_timeout, retries=settings.retries,
+                   max_concurrency=settings.max_concurrency, auth=settings.auth, **kwargs)
+
+
+def twin_nodes_from_params(params, manifests, required=("sku",)):
+    """``{hostname: twin node}`` from ``params["nodes"]`` (twin node dicts) or ``params["twin"]`` (+ ``hosts``).
+
+    ``manifests``: ``{sku: manifest}`` (the twin's SKUs must be among them); ``required``: keys
+    every given node must have besides ``hostname``.  Raises :class:`ValidationError` naming the
+    node index and key, the hosts not in the twin, or neither source given.
+    """
+    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+
+    if params.get("nodes"):
+        nodes = {}
+        for i, node in enumerate(params["nodes"]):
+            if not isinstance(node, dict) or not node.get("hostname"):
+                raise ValidationError("nodes[%d] is not a twin node (no hostname)" % i, where="nodes")
+            for key in required:
+                if not node.get(key):
+                    raise ValidationError("nodes[%d] (%s) has no %s" % (i, node["hostname"], key), where="nodes")
+            nodes[node["hostname"]] = node
+        return nodes
+    if params.get("twin"):
+        twin = load_twin(params["twin"], manifests.keys())
+        wanted = params.get("hosts") or list(twin.nodes)
+        unknown = [h for h in wanted if h not in twin.nodes]
+        if unknown:
+            raise ValidationError("hosts not in the twin: %s" % ", ".join(unknown[:10]), where=params["twin"])
+        return {h: twin.nodes[h] for h in wanted}
+    raise ValidationError("give nodes (twin node dicts) or twin (a twin file)", where="nodes")

@@ -39,7 +39,14 @@ from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
     SymphonyError,
     ValidationError,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet import run_batch
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet import (
+    BmcFleetSettings,
+    bmc_client,
+    fleet_settings_kwargs,
+    require_credentials,
+    run_batch,
+    twin_nodes_from_params,
+)
 from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
@@ -1047,37 +1054,24 @@ def scrub(value, secrets):
 # --------------------------------------------------------------------------- observing over the network
 
 
-@dataclass
-class StageSettings:
-    """How the stage reaches the BMCs and where it writes.
+AUDIT_WORKERS = 128
 
-    Timeouts in seconds; ``workers``: threads of the controller-side pool;
-    ``per_bmc``: nodes audited at once behind one BMC endpoint; ``max_concurrency``:
-    Redfish requests in flight to one BMC; ``sel_since``: SEL cutoff (``30d``, ISO
-    time, ``all``); ``bmc_map``: path of a map file (per-node url/credentials/CA);
-    ``optional``: extra checks the gate does not require.
+
+@dataclass
+class StageSettings(BmcFleetSettings):
+    """How the stage reaches the BMCs (:class:`BmcFleetSettings`, ``workers`` 128) and where it writes.
+
+    ``sel_since``: SEL cutoff (``30d``, ISO time, ``all``); ``lease_file``/``lease_format``: the
+    DHCP leases (``isc``, ``kea``, ``dnsmasq``); ``dispatch_dir``: where the dispatch list goes;
+    ``profile``: gate profile of the SKU manifests.
     """
 
-    username: str = None
-    password: str = None
-    validate_certs: bool = True
-    ca_path: str = None
-    auth: str = "auto"
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    retries: int = 2
-    workers: int = 128
-    per_bmc: int = 1
-    max_concurrency: int = 4
+    workers: int = AUDIT_WORKERS
     sel_since: str = "30d"
     lease_file: str = None
     lease_format: str = "isc"
-    bmc_map: str = None
-    ledger: str = None
     dispatch_dir: str = None
     profile: str = "production"
-    optional: tuple = ()
-    registry_dir: str = None
 
 
 def load_bmc_map(path):
@@ -1173,15 +1167,9 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
         return obs, warnings
     if client_factory is None:
         client_factory = audit_client
-    verify = settings.validate_certs if entry.get("validate_certs") is None else bool(entry["validate_certs"])
     client = None
     try:
-        client = client_factory(
-            endpoint["url"], username=entry.get("username") or settings.username,
-            password=entry.get("password") or settings.password, verify=verify,
-            ca_path=entry.get("ca_path") or settings.ca_path, connect_timeout=settings.connect_timeout,
-            read_timeout=settings.read_timeout, retries=settings.retries,
-            max_concurrency=settings.max_concurrency, auth=settings.auth, registries=registries)
+        client = bmc_client(client_factory, endpoint["url"], entry, settings, registries=registries)
         try:
             client.open()
         except SymphonyError as exc:
@@ -1359,42 +1347,16 @@ def module_twin_audit(params, check_mode=False):
     Raises :class:`SymphonyError` for problems of the whole run.
     """
     from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
-    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
 
     manifests = load_skus(params["sku_dir"])
-    if params.get("nodes"):
-        nodes = {}
-        for i, node in enumerate(params["nodes"]):
-            if not isinstance(node, dict) or not node.get("hostname"):
-                raise ValidationError("nodes[%d] is not a twin node (no hostname)" % i, where="nodes")
-            for key in ("sku", "serial", "bmc_mac", "bmc_address"):
-                if not node.get(key):
-                    raise ValidationError("nodes[%d] (%s) has no %s" % (i, node["hostname"], key), where="nodes")
-            nodes[node["hostname"]] = node
-    elif params.get("twin"):
-        twin = load_twin(params["twin"], manifests.keys())
-        wanted = params.get("hosts") or list(twin.nodes)
-        unknown = [h for h in wanted if h not in twin.nodes]
-        if unknown:
-            raise ValidationError("hosts not in the twin: %s" % ", ".join(unknown[:10]), where=params["twin"])
-        nodes = {h: twin.nodes[h] for h in wanted}
-    else:
-        raise ValidationError("give nodes (twin node dicts) or twin (a twin file)", where="twin_audit")
+    nodes = twin_nodes_from_params(params, manifests, required=("sku", "serial", "bmc_mac", "bmc_address"))
     settings = StageSettings(
-        username=params.get("username"), password=params.get("password"),
-        validate_certs=params.get("validate_certs", True), ca_path=params.get("ca_path"),
-        auth=params.get("auth") or "auto", connect_timeout=params.get("connect_timeout") or 5.0,
-        read_timeout=params.get("read_timeout") or 30.0, retries=params.get("retries", 2),
-        workers=params.get("workers") or 128, per_bmc=params.get("per_bmc") or 1,
-        max_concurrency=params.get("max_concurrency") or 4, sel_since=params.get("sel_since") or "30d",
+        **fleet_settings_kwargs(params, workers=AUDIT_WORKERS), sel_since=params.get("sel_since") or "30d",
         lease_file=params.get("lease_file"), lease_format=params.get("lease_format") or "isc",
-        bmc_map=params.get("bmc_map"), ledger=None if check_mode else params.get("ledger"),
+        ledger=None if check_mode else params.get("ledger"),
         dispatch_dir=None if check_mode else params.get("dispatch_dir"),
-        profile=params.get("profile") or "production", optional=tuple(params.get("optional") or ()),
-        registry_dir=params.get("registry_dir"))
-    if not settings.bmc_map and not (settings.username and settings.password):
-        raise ValidationError("give username and password (vault/AWX credential) or a bmc_map with credentials",
-                              where="twin_audit")
+        profile=params.get("profile") or "production")
+    require_credentials(settings, "twin_audit")
     out = run_stage(nodes, manifests, settings, run_id=params.get("run_id"),
                     return_details=params.get("return_details", False))
     out["changed"] = not check_mode

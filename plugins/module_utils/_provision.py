@@ -36,7 +36,14 @@ from ansible_collections.symphony.cluster.plugins.module_utils._errors import (
     SymphonyError,
     ValidationError,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet import run_batch
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet import (
+    BmcFleetSettings,
+    bmc_client,
+    fleet_settings_kwargs,
+    require_credentials,
+    run_batch,
+    twin_nodes_from_params,
+)
 from ansible_collections.symphony.cluster.plugins.module_utils._fwplan import (
     FOLLOWS,
     MISSING,
@@ -115,8 +122,8 @@ def check_graph(manifest, optional=()):
 
 # --------------------------------------------------------------------------- settings
 @dataclass
-class ProvisionSettings:
-    """How the stage reaches the BMCs, where images are, and its timeouts (seconds).
+class ProvisionSettings(BmcFleetSettings):
+    """How the stage reaches the BMCs (:class:`BmcFleetSettings`), where images are, and its timeouts (seconds).
 
     ``image_dir``: local copies of the manifest images (file name = basename of ``image.uri``),
     each checked against the manifest sha256 before upload; ``image_base_url``: where the BMC
@@ -126,19 +133,6 @@ class ProvisionSettings:
     ``runtime_boot``: ``auto`` (only when a reset or in-band work is needed) or ``always``.
     """
 
-    username: str = None
-    password: str = None
-    validate_certs: bool = True
-    ca_path: str = None
-    auth: str = "auto"
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    retries: int = 2
-    workers: int = 64
-    per_bmc: int = 1
-    max_concurrency: int = 4
-    bmc_map: str = None
-    ledger: str = None
     image_dir: str = None
     image_base_url: str = None
     allow_downgrade: bool = False
@@ -149,8 +143,6 @@ class ProvisionSettings:
     runtime_probe: str = "ssh"
     runtime_boot: str = "auto"
     poll_s: float = 5.0
-    optional: tuple = ()
-    registry_dir: str = None
 
 
 class _Node:
@@ -537,16 +529,6 @@ def eject_runtime(nd):
 
 
 # --------------------------------------------------------------------------- per node
-def _client(endpoint, entry, settings, registries, client_factory):
-    factory = client_factory or RedfishClient
-    verify_tls = settings.validate_certs if entry.get("validate_certs") is None else bool(entry["validate_certs"])
-    return factory(endpoint["url"], username=entry.get("username") or settings.username,
-                   password=entry.get("password") or settings.password, verify=verify_tls,
-                   ca_path=entry.get("ca_path") or settings.ca_path, connect_timeout=settings.connect_timeout,
-                   read_timeout=settings.read_timeout, retries=settings.retries,
-                   max_concurrency=settings.max_concurrency, auth=settings.auth, registries=registries)
-
-
 def _inband_outcome(step, given):
     """In-band check from the plan (already accepted over Redfish) or the node's result."""
     if step.action == SKIP:
@@ -567,7 +549,8 @@ def process_node(host, item, settings, run_id, ledger, registries, phase, check_
     """
     node, manifest = item["node"], item["manifest"]
     graph = check_graph(manifest, settings.optional)
-    client = _client(item["endpoint"], item["entry"], settings, registries, client_factory)
+    client = bmc_client(client_factory or RedfishClient, item["endpoint"]["url"], item["entry"], settings,
+                        registries=registries)
     nd = _Node(host, node, manifest, client, settings, None if check_mode else ledger, run_id, graph)
     out = {"endpoint": item["endpoint"], "writes": 0}
     try:
@@ -767,51 +750,23 @@ def run_stage(nodes, manifests, settings, phase, run_id=None, check_mode=False, 
 def settings_from_params(params, check_mode=False):
     """A :class:`ProvisionSettings` from module params."""
     return ProvisionSettings(
-        username=params.get("username"), password=params.get("password"),
-        validate_certs=params.get("validate_certs", True), ca_path=params.get("ca_path"),
-        auth=params.get("auth") or "auto", connect_timeout=params.get("connect_timeout") or 5.0,
-        read_timeout=params.get("read_timeout") or 30.0, retries=params.get("retries", 2),
-        workers=params.get("workers") or 64, per_bmc=params.get("per_bmc") or 1,
-        max_concurrency=params.get("max_concurrency") or 4, bmc_map=params.get("bmc_map"),
+        **fleet_settings_kwargs(params),
         ledger=None if check_mode else (params.get("ledger") or default_ledger_path()), image_dir=params.get("image_dir"),
         image_base_url=params.get("image_base_url"), allow_downgrade=bool(params.get("allow_downgrade")),
         task_timeout_s=params.get("task_timeout_s") or 1800.0,
         bmc_reboot_timeout_s=params.get("bmc_reboot_timeout_s") or 900.0,
         runtime_timeout_s=params.get("runtime_timeout_s"), runtime_image_url=params.get("runtime_image_url"),
         runtime_probe=params.get("runtime_probe") or "ssh", runtime_boot=params.get("runtime_boot") or "auto",
-        poll_s=params.get("poll_s") or 5.0, optional=tuple(params.get("optional") or ()),
-        registry_dir=params.get("registry_dir"))
-
-
-def nodes_from_params(params, manifests):
-    """``{host: twin node}`` from ``params["nodes"]`` or ``params["twin"]`` (+ ``hosts``)."""
-    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
-    if params.get("nodes"):
-        nodes = {}
-        for i, node in enumerate(params["nodes"]):
-            if not isinstance(node, dict) or not node.get("hostname") or not node.get("sku"):
-                raise ValidationError("nodes[%d] is not a twin node (hostname, sku)" % i, where="nodes")
-            nodes[node["hostname"]] = node
-        return nodes
-    if params.get("twin"):
-        twin = load_twin(params["twin"], manifests.keys())
-        wanted = params.get("hosts") or list(twin.nodes)
-        unknown = [h for h in wanted if h not in twin.nodes]
-        if unknown:
-            raise ValidationError("hosts not in the twin: %s" % ", ".join(unknown[:10]), where=params["twin"])
-        return {h: twin.nodes[h] for h in wanted}
-    raise ValidationError("give nodes (twin node dicts) or twin (a twin file)", where="nodes")
+        poll_s=params.get("poll_s") or 5.0)
 
 
 def module_run(params, phase, check_mode=False):
     """Entry point of the ``firmware_plan`` / ``firmware_reconcile`` modules: params -> result dict."""
     from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
     manifests = load_skus(params["sku_dir"])
-    nodes = nodes_from_params(params, manifests)
+    nodes = twin_nodes_from_params(params, manifests)
     settings = settings_from_params(params, check_mode or phase == "plan")
-    if not settings.bmc_map and not (settings.username and settings.password):
-        raise ValidationError("give username and password (vault/AWX credential) or a bmc_map with credentials",
-                              where="firmware_reconcile")
+    require_credentials(settings, "firmware_reconcile")
     out = run_stage(nodes, manifests, settings, phase, run_id=params.get("run_id"),
                     check_mode=check_mode or phase == "plan", inband_results=params.get("inband_results"),
                     tunings_results=params.get("tunings_results"))
