@@ -97,6 +97,7 @@ def test_rerun_changes_no_firmware_and_gives_the_same_verdicts(first_run, repo_r
     _stdout, summary = first_run
     _emulator_stats(repo_root, "DELETE")
     _stdout, again = _run_demo(repo_root)
+
     def verdicts(nodes):
         # the same words, but a new firmware task has a new id on the BMC
         return {h: (n["last_stage"], n["gate"], re.sub(r"Tasks/\w+", "Tasks/N", n["reason"])) for h, n in nodes.items()}
