@@ -42,7 +42,10 @@ def _emulator_stats(repo_root, method="GET"):
 
 @pytest.fixture(scope="module")
 def first_run(repo_root):
-    return _run_demo(repo_root, "--fresh")
+    yield _run_demo(repo_root, "--fresh")
+    # Leave no emulator or lab behind for the tests that follow (the demo keeps both up for a rerun).
+    subprocess.run([sys.executable, "-m", "symphony_demo", "down"], cwd=repo_root, capture_output=True,
+                   timeout=120, check=False)
 
 
 def test_every_seeded_defect_is_caught_where_it_belongs(first_run, repo_root):

@@ -22,6 +22,10 @@ UNSHAPED_FLOOR_MBIT = 1000.0
 def lab():
     with symphony_lab.running(n=4) as running_lab:
         running_lab.restore()
+        # A lab reused from an earlier run (make demo, cluster validation) may hold a node it drained.
+        for node, state in running_lab.node_states().items():
+            if state.startswith("drain"):
+                running_lab.resume(node)
         yield running_lab
         running_lab.restore()
 
