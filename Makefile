@@ -23,7 +23,7 @@ export SYMPHONY_SHARED := $(SHARED)
 DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
                 chromium rsync procps
 
-.PHONY: help bootstrap venv debs collection test test-unit test-sanity test-lint test-molecule \
+.PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
         test-integration bench demo lab-up lab-down clean
 
 help:
@@ -92,7 +92,10 @@ bench: bootstrap
 demo: bootstrap
 	$(PY) -m symphony_demo $(ARGS)
 
-# The lab hosts: LAB_N network namespaces (1..8) with sshd + slurmd, slurmctld in the root namespace; needs root.
+demo-down: venv collection
+	$(PY) -m symphony_demo down
+
+# The lab hosts: LAB_N network namespaces (1..16) with sshd + slurmd, slurmctld in the root namespace; needs root.
 # `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/.
 LAB_N ?= 4
 lab-up: bootstrap

@@ -47,7 +47,8 @@ options:
     type: str
   ledger:
     description:
-      - Ledger to read gate state from (SQLite path or C(sqlite:///path)).
+      - Ledger to read gate state from (SQLite path or C(sqlite:///path)); a relative path is relative to the
+        inventory source's directory.
       - When omitted, C($SYMPHONY_LEDGER), else C(~/.local/share/symphony/ledger.sqlite).
       - A ledger that does not exist yet is not created; every node is then in C(stage_racked).
     type: str
@@ -132,7 +133,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     twin_path=self._resolve(base, self.get_option("twin")),
                     sku_dir=self._resolve(base, self.get_option("sku_dir")))
             _twin_inventory.check_profile(records["skus"], self.get_option("profile"))
-            positions = _twin_inventory.read_positions(self.get_option("ledger"))
+            ledger = self.get_option("ledger")
+            # a path in the source file is relative to it; a URL (sqlite:///, postgresql://) is taken as it is
+            positions = _twin_inventory.read_positions(ledger if not ledger or "://" in ledger
+                                                       else self._resolve(base, ledger))
         except SymphonyError as exc:
             raise AnsibleParserError(to_native(exc))
         if update_cache:

@@ -89,6 +89,7 @@ def collect(ledger, nodes=None):
         dispatch.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
                          "hostname": res.node, "serial": twin.get("serial"), "stage": res.stage,
                          "check": res.check, "reason": res.reason, "remediation": res.remediation})
+    dispatch.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
     dispatch.sort(key=lambda d: (str(d["site"]), str(d["rack"]), d["u"] or 0, d["stage"], d["check"]))
 
     firmware = []
@@ -122,6 +123,32 @@ def collect(ledger, nodes=None):
         "events": ledger.events(),
         "charts": _chart_series(results),
     }
+
+
+def _link_dispatch(events, nodes):
+    """Dispatch rows for the fabric links the burn-in fabric tier convicted (latest verdict per link).
+
+    A bad link fails no node (both ends pass with other partners), so it would otherwise reach no technician.
+    """
+    latest = {}
+    for event in events:
+        data = event.get("data") or {}
+        if data.get("link"):
+            latest[data["link"]] = data
+    rows = []
+    for link, data in sorted(latest.items()):
+        if data.get("verdict") != "bad":
+            continue
+        ends = sorted((data.get("info") or {}).get("nodes") or [])
+        twin = nodes.get(ends[0], {}) if ends else {}
+        measured = ", ".join("%s %s" % (t.get("value"), t.get("unit", "")) for t in data.get("tests") or [])
+        rows.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
+                     "hostname": " <-> ".join(ends), "serial": None, "stage": "burn_in", "check": "fabric_link",
+                     "reason": "link %s between %s is slow (measured %s) while both ends pass with other partners"
+                               % (link, " and ".join(ends), measured or "n/a"),
+                     "remediation": "reseat or replace the cable/optics of %s and check both switch ports' error "
+                                    "counters; rerun the fabric tier" % link})
+    return rows
 
 
 def _chart_series(results):
@@ -284,7 +311,8 @@ def render_html(data, title="symphony.cluster handoff report"):
     parts.append("<h2 id='summary'>Fleet summary</h2><div class='cards'><span>%d nodes</span>"
                  "<span>%d handed off</span>%s</div>" % (
                      summary["nodes"], summary["handed_off"],
-                     "".join("<span>%s: %d</span>" % (esc(k), v) for k, v in sorted(summary["by_gate"].items()))))
+                     "".join("<span>%s: %d</span>" % (esc(k.replace(":", " ")), v)
+                             for k, v in sorted(summary["by_gate"].items()))))
     parts.append(_table(["node", "site", "rack", "U", "serial", "last stage", "gate", "reason"], [
         [esc(r["hostname"]), esc(str(r["site"] or "")), esc(str(r["rack"] or "")), esc(str(r["u"] or "")),
          esc(str(r["serial"] or "")), esc(r["last_stage"] or "—"), _status_cell(r["gate"], r["reason"]),
@@ -318,7 +346,8 @@ def render_html(data, title="symphony.cluster handoff report"):
     if data["events"]:
         parts.append("<h2 id='events'>Actions taken</h2>")
         parts.append(_table(["node", "event", "details"], [
-            [esc(str(e["node"] or "")), esc(e["kind"]), esc(json.dumps(e["data"]))] for e in data["events"]]))
+            [esc(str(e["node"] or "")), esc(e["kind"]), esc(json.dumps(e["data"], ensure_ascii=False))]
+            for e in data["events"]]))
     parts.append("</body></html>")
     return "".join(parts)
 

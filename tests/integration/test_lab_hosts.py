@@ -92,9 +92,8 @@ def test_lab_sbatch_runs_one_step_on_each_host(lab, tmp_path):
                           str(script)], capture_output=True, text=True, timeout=60, env=lab.slurm_env, check=False)
     assert out.returncode == 0, out.stdout + out.stderr + (out_file.read_text() if out_file.exists() else "")
     assert out.stdout.startswith("Submitted batch job ")
-    lines = sorted(out_file.read_text().split("\n"))
-    rows = [line.split() for line in lines if line]
-    assert rows == [[h["name"], h["name"], h["address"] + "/24"] for h in lab.hosts]
+    rows = sorted(tuple(line.split()) for line in out_file.read_text().split("\n") if line)
+    assert rows == sorted((h["name"], h["name"], h["address"] + "/24") for h in lab.hosts)
 
 
 def test_lab_drain_and_resume(lab):

@@ -36,13 +36,17 @@ SUMMARY = DEMO / "summary.json"
 LOG = DEMO / "ansible.log"
 
 # Lines of ansible-playbook output worth showing live; the whole log goes to build/demo/ansible.log.
-_PROGRESS = re.compile(r"^(PLAY \[|TASK \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=)")
+_PROGRESS = re.compile(r"^(PLAY \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=|\s+msg: )")
+
+
+class DemoError(Exception):
+    """A demo input or step that is wrong; printed as one line, no traceback."""
 
 
 def _console():
     from rich.console import Console
     # Wide enough for the gate table when the output is a pipe or a CI log (rich falls back to 80 columns).
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 150)
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 def _emulator_running():
@@ -111,8 +115,12 @@ def apply_lab_defects(console, lab, twin):
     spec = yaml.safe_load(LAB_DEFECTS.read_text())
     by_address = {h["address"]: h["name"] for h in lab.hosts}
     lab_of = {host: by_address.get(node["inband_address"]) for host, node in twin.nodes.items()}
-    lab.restore()
     link = spec.get("degraded_link")
+    for node in list(link["nodes"] if link else []) + ([spec["hot_gpu"]["node"]] if spec.get("hot_gpu") else []):
+        if not lab_of.get(node):
+            raise DemoError("%s: %r is not a node of the demo twin with a lab host (%s)" % (
+                os.path.relpath(LAB_DEFECTS, ROOT), node, ", ".join(sorted(lab_of))))
+    lab.restore()
     if link:
         a, b = (lab_of[n] for n in link["nodes"])
         lab.degrade_link(a, b, link["rate_mbit"])
@@ -147,7 +155,7 @@ def run_site(console, extra_args):
         for line in proc.stdout:
             log.write(line)
             if _PROGRESS.match(line):
-                console.print(line.rstrip()[:160], markup=False)
+                console.print(line.rstrip(), markup=False, overflow="ellipsis", no_wrap=True)
         return proc.wait()
 
 
@@ -161,10 +169,9 @@ def summarise(console, wall_s, rc):
     ledger = open_ledger(str(LEDGER))
     gates = ledger.current_gates()
     table = Table(title="symphony.cluster demo: gates per node")
-    for col in ("node", "rack", "U", "spare") + STAGES[:4]:
+    for col in ("node", "rack", "U", "spare", "1 pre_deploy", "2 provision", "3 burn_in", "4 validation"):
         table.add_column(col, no_wrap=True)
-    table.add_column("reason (first failing check; full text in the report)", no_wrap=True, overflow="ellipsis",
-                     max_width=72)
+    table.add_column("reason (first failing check; full text in the report)", overflow="fold")
     colours = {"pass": "green", "fail": "red", "blocked": "yellow", "not_run": "bright_black"}
     nodes = {}
     for host, node in twin.nodes.items():
@@ -180,12 +187,18 @@ def summarise(console, wall_s, rc):
         table.add_row(host, node["rack"], str(node["u"]), "yes" if node["spare"] else "", *cells,
                       reason if gate != "pass" else "")
     console.print(table)
+    for event in ledger.events(kind="fabric_link"):
+        data = event["data"] or {}
+        if data.get("verdict") == "bad" and event["node"] == sorted(data.get("info", {}).get("nodes", [None]))[0]:
+            values = ", ".join("%s %s" % (t.get("value"), t.get("unit")) for t in data.get("tests", []))
+            console.print("[yellow]bad fabric link[/] %s between %s (measured %s): on the dispatch list" % (
+                data.get("link"), " and ".join(data["info"]["nodes"]), values))
     written = write_report(ledger, str(REPORT), twin.nodes)
     summary = {"wall_s": round(wall_s, 1), "ansible_rc": rc, "nodes": nodes,
                "report": os.path.relpath(written["paths"]["html"], ROOT), "ledger": os.path.relpath(LEDGER, ROOT)}
     SUMMARY.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    console.print("summary: %s   report: %s   (%.0f s)" % (os.path.relpath(SUMMARY, ROOT),
-                                                         summary["report"], wall_s))
+    console.print("summary: %s   report: %s   ansible log: %s   (%.0f s)" % (
+        os.path.relpath(SUMMARY, ROOT), summary["report"], os.path.relpath(LOG, ROOT), wall_s))
     return summary
 
 
@@ -234,5 +247,17 @@ def main(argv=None):
     return 0
 
 
+def _main():
+    from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+    try:
+        return main()
+    except (DemoError, SymphonyError) as exc:
+        print("demo: %s" % exc, file=sys.stderr)
+    except subprocess.CalledProcessError as exc:
+        print("demo: %s exited %d (its output is above)" % (" ".join(map(str, exc.cmd[:4])), exc.returncode),
+              file=sys.stderr)
+    return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())

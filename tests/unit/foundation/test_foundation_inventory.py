@@ -207,7 +207,9 @@ def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
     assert out.returncode == 0, out.stderr
     listing = json.loads(out.stdout)
     assert spares and listing["spares"]["hosts"] == spares
-    assert listing["stage_racked"]["hosts"] == [n["hostname"] for n in nodes]
+    # the demo file names its own ledger (build/demo, written by make demo): each node is in exactly one stage
+    staged = [h for name, group in listing.items() if name.startswith("stage_") for h in group.get("hosts", [])]
+    assert sorted(staged) == sorted(n["hostname"] for n in nodes)
     serial = listing["_meta"]["hostvars"][nodes[0]["hostname"]]["symphony_twin"]["serial"]
     # --list marks plugin data that is not a trusted template as unsafe, so it stays unsafe when re-read
     assert serial in (nodes[0]["serial"], {"__ansible_unsafe": nodes[0]["serial"]})

@@ -36,6 +36,11 @@ def _fleet(ledger_path):
                                                            "scale_nodes": 5, "precision": "fp32"}}),
         "telemetry_outliers": lambda c: g.failed("hot", "drain", evidence={"outliers": [outlier]})}, "cv1")
     ledger.record_event("n1", "drain", {"reason": "GPU 7 hot"})
+    link = {"link": "leaf-rail0:1~leaf-rail0:2", "verdict": "bad", "run_id": "bi1",
+            "info": {"kind": "pair_path", "nodes": ["n2", "n1"]},
+            "tests": [{"a": "n1", "b": "n2", "value": 0.19, "unit": "Gb/s", "status": "fail"}]}
+    ledger.record_event("n1", "fabric_link", link)
+    ledger.record_event("n2", "fabric_link", link)
     return ledger
 
 
@@ -46,9 +51,13 @@ def test_collect_reads_what_the_stages_recorded(tmp_path):
     assert (rows["n2"]["last_stage"], rows["n2"]["gate"]) == ("pre_deployment", "fail")
     assert data["summary"]["by_gate"] == {"cluster_validation:fail": 1, "pre_deployment:fail": 1}
     # failing checks of every stage, in rack/U order: what a technician walks the floor with
+    # and the fabric links burn-in convicted (no node fails for a bad cable), once per link
     assert [(d["hostname"], d["stage"], d["check"]) for d in data["dispatch"]] == [
-        ("n1", "cluster_validation", "telemetry_outliers"), ("n2", "pre_deployment", "gpus")]
-    assert data["dispatch"][1]["u"] == 10 and data["dispatch"][1]["remediation"] == "reseat or replace GPU5"
+        ("n1 <-> n2", "burn_in", "fabric_link"), ("n1", "cluster_validation", "telemetry_outliers"),
+        ("n2", "pre_deployment", "gpus")]
+    assert data["dispatch"][0]["reason"].startswith("link leaf-rail0:1~leaf-rail0:2 between n1 and n2 is slow "
+                                                    "(measured 0.19 Gb/s)")
+    assert data["dispatch"][2]["u"] == 10 and data["dispatch"][2]["remediation"] == "reseat or replace GPU5"
     # before = what the update found (an earlier run), after = the latest fresh read
     assert data["firmware"] == [{"hostname": "n1", "check": "firmware:bmc", "status": "pass", "before": ["01.01.10"],
                                  "after": {"BMC": "11.01.01"}, "changed": True, "expected": None, "reason": ""}]
@@ -69,4 +78,4 @@ def test_written_files(tmp_path):
     suites = {s.get("name"): s for s in ET.parse(written["paths"]["junit"]).getroot()}
     assert suites["pre_deployment"].get("failures") == "1"
     assert suites["cluster_validation"].find("testcase[@name='telemetry_outliers']/failure").get("message") == "hot"
-    assert json.load(open(written["paths"]["json"]))["events"][0]["kind"] == "drain"
+    assert json.load(open(written["paths"]["json"], encoding="utf-8"))["events"][0]["kind"] == "drain"
