@@ -187,12 +187,16 @@ def summarise(console, wall_s, rc):
         table.add_row(host, node["rack"], str(node["u"]), "yes" if node["spare"] else "", *cells,
                       reason if gate != "pass" else "")
     console.print(table)
+    latest = {}  # the last verdict per link: the ledger keeps every run's
     for event in ledger.events(kind="fabric_link"):
         data = event["data"] or {}
-        if data.get("verdict") == "bad" and event["node"] == sorted(data.get("info", {}).get("nodes", [None]))[0]:
+        if data.get("link"):
+            latest[data["link"]] = data
+    for link, data in sorted(latest.items()):
+        if data.get("verdict") == "bad":
             values = ", ".join("%s %s" % (t.get("value"), t.get("unit")) for t in data.get("tests", []))
             console.print("[yellow]bad fabric link[/] %s between %s (measured %s): on the dispatch list" % (
-                data.get("link"), " and ".join(data["info"]["nodes"]), values))
+                link, " and ".join(data["info"]["nodes"]), values))
     written = write_report(ledger, str(REPORT), twin.nodes)
     summary = {"wall_s": round(wall_s, 1), "ansible_rc": rc, "nodes": nodes,
                "report": os.path.relpath(written["paths"]["html"], ROOT), "ledger": os.path.relpath(LEDGER, ROOT)}
