@@ -20,10 +20,10 @@ import secrets
 import tempfile
 import threading
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import TwinError, ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import TWIN_SCHEMA, Twin, validate_twin
+from ansible_collections.symphony.cluster.plugins.module_utils import _twin
+from ansible_collections.symphony.cluster.plugins.module_utils._twin import Twin
 
 from symphony_emulator import tls
 from symphony_emulator.bmc import BMC
@@ -37,21 +37,8 @@ DEMO_PASSWORD = "symphony-demo-bmc"
 
 
 def load_twin(path, known_skus=None):
-    """Load a twin file, also when it is an inventory source (``plugin: symphony.cluster.twin``).
-
-    Inventory options (plugin, profile, keyed_groups, ...) are ignored; a source that names its
-    twin with ``twin:`` is followed.  Raises :class:`TwinError` naming the file.
-    """
-    path = str(path)
-    data = load_yaml_file(path, TwinError)
-    if "plugin" in data and "sites" not in data and data.get("twin"):
-        target = data["twin"]
-        if not os.path.isabs(target):
-            target = os.path.join(os.path.dirname(os.path.abspath(path)), target)
-        return load_twin(target, known_skus)
-    if "plugin" in data:
-        data = {k: v for k, v in data.items() if k in TWIN_SCHEMA["properties"]}
-    return validate_twin(data, path, known_skus)
+    """Load a twin file, also when it is an inventory source (see :func:`_twin.load_twin`)."""
+    return _twin.load_twin(str(path), known_skus)
 
 
 class NodeInfo:
