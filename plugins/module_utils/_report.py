@@ -304,6 +304,7 @@ def render_html(data, title="symphony.cluster handoff report"):
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>%s</title>" % esc(title),
              "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}td.st{color:#fff;text-align:center}"
+             "td:first-child{white-space:nowrap}table{display:block;overflow-x:auto;max-width:100%}"
              ".cards span{display:inline-block;margin:0 1em 1em 0;padding:.6em 1em;background:#eceff1}</style>",
              "<script>%s</script></head><body>" % plotly.offline.get_plotlyjs(),
              "<h1>%s</h1><p>generated %s</p>" % (esc(title), esc(data["generated"]))]
