@@ -601,15 +601,10 @@ def launcher_argument_spec(default="ssh"):
     }
 
 
-def load_twin_file(path):
-    """Load a twin file, also a twin inventory source (see :func:`_twin.load_twin`)."""
-    return load_twin(path)
-
-
 def _cabling(params, nodes):
     if not params.get("twin"):
         return {}
-    return cabling_from_twin(load_twin_file(params["twin"]), nodes, params.get("rail") or 0)
+    return cabling_from_twin(load_twin(params["twin"]), nodes, params.get("rail") or 0)
 
 
 def _not_run_everywhere(nodes, reason, stage, run_id, ledger, check):

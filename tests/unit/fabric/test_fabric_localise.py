@@ -119,8 +119,9 @@ def test_outcomes_and_link_events_go_to_the_ledger(ledger_path):
 
 
 def test_links_keyed_by_the_demo_twins_cabling(repo_root):
-    from ansible_collections.symphony.cluster.plugins.module_utils._transports import cabling_from_twin, load_twin_file
-    twin = load_twin_file(str(repo_root / "inventories" / "demo" / "demo.twin.yml"))
+    from ansible_collections.symphony.cluster.plugins.module_utils._transports import cabling_from_twin
+    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+    twin = load_twin(str(repo_root / "inventories" / "demo" / "demo.twin.yml"))
     nodes = list(twin.nodes)[:4]
     cabling = cabling_from_twin(twin, nodes, rail=1)
     assert set(cabling.values()) <= set(twin.links())
