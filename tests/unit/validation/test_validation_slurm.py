@@ -116,3 +116,22 @@ def test_sbatch_template_renders_nccl_env_and_torchrun(repo_root, tmp_path):
     # A value with spaces stays one word for the shell.
     job["env"]["NCCL_DEBUG_SUBSYS"] = "INIT NET"
     assert "export NCCL_DEBUG_SUBSYS=%s\n" % shlex.quote("INIT NET") in render_sbatch(repo_root, job)
+
+
+def _rdzv_port(text, job_id):
+    """Evaluate the script's RDZV_PORT line the way bash would for one Slurm job id."""
+    line = next(row for row in text.splitlines() if row.startswith("RDZV_PORT="))
+    out = subprocess.run(["bash", "-c", "%s; echo $RDZV_PORT" % line], env={"SLURM_JOB_ID": str(job_id)},
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+def test_sbatch_rendezvous_port_per_job_unless_fixed(repo_root, tmp_path):
+    """Two attempts on the same first node get different ports (the last one's socket may linger)."""
+    job = {"name": "cv", "recipe": "smoke", "precision": "fp32", "nodes": 2, "log_dir": str(tmp_path),
+           "python": "/usr/bin/python3", "program": "smoke_train.py"}
+    text = render_sbatch(repo_root, job)
+    assert _rdzv_port(text, 41) == 20041 and _rdzv_port(text, 42) == 20042
+    assert 20000 <= _rdzv_port(text, 123456789) < 30000
+    job["rdzv_port"] = 29400
+    assert _rdzv_port(render_sbatch(repo_root, job), 41) == 29400
