@@ -20,7 +20,9 @@ description:
     C(ansible_host). C(symphony_profile) and the defaults for nodes without a gate (C(symphony_stage=racked),
     C(symphony_gate=null)) are variables of the C(all) group; the SKU manifest is the variable
     C(symphony_expected) of its C(sku_<name>) group, so every host sees it while it is stored once.
-  - "Groups C(site_<site>), C(rack_<rack>), C(sku_<sku>), C(spares), C(stage_<stage>) (the stage of the node's
+  - "Groups C(site_<site>), C(rack_<rack>), C(sku_<sku>), C(spares), C(promoted_spares) (twin spares that
+    cluster_validation promoted into service, with C(symphony_promoted_for) naming the node each replaced; they
+    leave C(spares)), C(stage_<stage>) (the stage of the node's
     furthest gate, C(stage_racked) before any gate), C(gate_<pass|fail|blocked|not_run>) (that gate's status) and
     C(passed_<stage>) for every stage whose current gate passed (what the next stage's playbook targets)."
   - Gate state is read from the ledger on every parse, never cached; the twin and SKU part is cached when
@@ -135,13 +137,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             _twin_inventory.check_profile(records["skus"], self.get_option("profile"))
             ledger = self.get_option("ledger")
             # a path in the source file is relative to it; a URL (sqlite:///, postgresql://) is taken as it is
-            positions = _twin_inventory.read_positions(ledger if not ledger or "://" in ledger
-                                                       else self._resolve(base, ledger))
+            view = _twin_inventory.read_ledger_view(ledger if not ledger or "://" in ledger
+                                                    else self._resolve(base, ledger))
         except SymphonyError as exc:
             raise AnsibleParserError(to_native(exc))
         if update_cache:
             self._cache[cache_key] = records
-        self._populate(records, positions)
+        self._populate(records, view)
 
     @staticmethod
     def _resolve(base, value):
@@ -150,7 +152,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         value = os.path.expanduser(value)
         return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
 
-    def _populate(self, records, positions):
+    def _populate(self, records, view):
+        positions, promoted = view["positions"], view["promoted"]
         strict = self.get_option("strict")
         # ansible-core >= 2.19 wraps the inventory so that set_variable deep-walks every value to tag it with
         # its origin; on the nested twin records of a 10,000-node fleet that walk alone takes 15 s.  Every
@@ -180,6 +183,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 groups += ["stage_" + stage, "gate_" + gate] + ["passed_" + p for p in passed]
             else:
                 groups.append("stage_racked")
+            if host in promoted and "spares" in groups:
+                # In service since cluster_validation promoted it: out of the pool, into the reruns.
+                groups[groups.index("spares")] = "promoted_spares"
+                hostvars["symphony_promoted_for"] = promoted[host]
             for key, value in hostvars.items():
                 raw.set_variable(host, key, value)
             for name in groups:

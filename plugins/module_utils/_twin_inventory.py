@@ -4,7 +4,7 @@
 """What the ``symphony.cluster.twin`` inventory plugin builds, without Ansible's inventory objects.
 
 :func:`build_records` turns a twin (inline in the inventory source, or in its own file) and the SKU manifests
-into host records (hostvars + group names); :func:`read_positions` reads each node's gate from the ledger.
+into host records (hostvars + group names); :func:`read_ledger_view` reads each node's gate and the promoted spares from the ledger.
 The plugin only copies these into Ansible's inventory, so everything here is unit-testable and benchable.
 """
 
@@ -100,13 +100,26 @@ def read_positions(location=None):
     not exist yet yields ``{}`` and is not created (reading an inventory never writes).
     Raises :class:`LedgerError` when the ledger exists but cannot be read.
     """
+    return read_ledger_view(location)["positions"]
+
+
+def read_ledger_view(location=None):
+    """What the inventory needs from the ledger: ``{"positions": {...}, "promoted": {node: replaced node}}``.
+
+    ``positions`` is :func:`read_positions`' mapping.  ``promoted`` names the twin spares cluster_validation
+    promoted into service (``spare_promoted`` events; the latest one for a node wins) with the node each replaced: they
+    are in the cluster now, so the inventory takes them out of ``spares`` (never offered twice) and a rerun
+    of cluster_validation includes them.  Same ``location`` rules and errors as :func:`read_positions`.
+    """
     location = location or default_ledger_path()
     file_path = location[len("sqlite:///"):] if location.startswith("sqlite:///") else location
     if "://" not in file_path and not os.path.exists(file_path):
-        return {}
+        return {"positions": {}, "promoted": {}}
     ledger = open_ledger(location)
     try:
         gates = ledger.current_gates()
+        promoted = {event["node"]: (event["data"] or {}).get("replaces")
+                    for event in ledger.events(kind="spare_promoted")}
     finally:
         ledger.close()
     out = {}
@@ -116,4 +129,4 @@ def read_positions(location=None):
             if stage in by_stage:
                 out[node] = (stage, by_stage[stage].status, by_stage[stage].reason, passed)
                 break
-    return out
+    return {"positions": out, "promoted": promoted}

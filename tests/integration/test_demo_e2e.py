@@ -110,6 +110,13 @@ def test_rerun_changes_no_firmware_and_gives_the_same_verdicts(first_run, repo_r
     # only the node whose BIOS update keeps failing is written to again (it retries the failed update)
     assert {h for h, w in writes.items() if w} <= {"gpu-r02-u10"}
     assert writes["gpu-r01-u18"] == 0
+    # the spare promoted in the first run is in service: the rerun validates it with the healthy nodes
+    ledger = open_ledger(str(repo_root / "build" / "demo" / "ledger.sqlite"))
+    spare = [e["node"] for e in ledger.events(kind="spare_promoted")][-1]
+
+    def runs(node):
+        return {r.run_id for r in ledger.history(node, "cluster_validation")}
+    assert len(runs("gpu-r01-u02")) == 2 and runs(spare) == runs("gpu-r01-u02")
 
 
 def test_report_opens_without_console_errors(first_run, repo_root, tmp_path):

@@ -168,6 +168,7 @@ def summarise(console, wall_s, rc):
     twin = _twin()
     ledger = open_ledger(str(LEDGER))
     gates = ledger.current_gates()
+    promoted = {e["node"]: (e["data"] or {}).get("replaces") for e in ledger.events(kind="spare_promoted")}
     table = Table(title="symphony.cluster demo: gates per node")
     for col in ("node", "rack", "U", "spare", "1 pre_deploy", "2 provision", "3 burn_in", "4 validation"):
         table.add_column(col, no_wrap=True)
@@ -184,7 +185,8 @@ def summarise(console, wall_s, rc):
         for s in STAGES[:4]:
             st = node_gates[s].status if s in node_gates else "—"
             cells.append("[%s]%s[/]" % (colours.get(st, "white"), st))
-        table.add_row(host, node["rack"], str(node["u"]), "yes" if node["spare"] else "", *cells,
+        spare = ("in for %s" % promoted[host]) if host in promoted else ("yes" if node["spare"] else "")
+        table.add_row(host, node["rack"], str(node["u"]), spare, *cells,
                       reason if gate != "pass" else "")
     console.print(table)
     latest = {}  # the last verdict per link: the ledger keeps every run's

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.symphony.cluster.plugins.inventory import twin as twin_plugin
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate_ops
+from ansible_collections.symphony.cluster.plugins.module_utils import _gate, _gate_ops, _ledger
 
 NAME = "symphony.cluster.twin"
 
@@ -140,6 +140,27 @@ def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
     assert hostvars["symphony_gate_reason"] == "firmware: BIOS 1.3 != 1.4"
 
 
+def test_promoted_spare_leaves_the_pool_and_joins_validation_reruns(parse, demo, tmp_path):
+    """A spare cluster_validation promoted (ledger event) is in service: out of ``spares``, in the rerun's target."""
+    ledger = _ledger.open_ledger(str(tmp_path / "ledger.sqlite"))
+    for node in ("gpu-r01-u02", "gpu-r02-u42"):
+        ledger.record_gate(_gate.GateVerdict(node, "burn_in", "pass", "all required checks passed"), "b1")
+    ledger.record_gate(_gate.GateVerdict("gpu-r01-u02", "cluster_validation", "fail", "hot GPU 7"), "cv1")
+    ledger.record_gate(_gate.GateVerdict("gpu-r02-u42", "cluster_validation", "pass", "MFU met"), "cv1")
+    ledger.record_event("gpu-r02-u42", "spare_promoted", {"replaces": "gpu-r01-u02", "attempt": 1})
+    ledger.close()
+    inventory = parse(demo())
+    assert _members(inventory, "spares") == ["gpu-r02-u47"]
+    assert _members(inventory, "promoted_spares") == ["gpu-r02-u42"]
+    assert inventory.get_host("gpu-r02-u42").get_vars()["symphony_promoted_for"] == "gpu-r01-u02"
+    assert "symphony_promoted_for" not in inventory.get_host("gpu-r02-u47").get_vars()
+    # cluster_validation.yml's default target, stage_burn_in:stage_cluster_validation:&gate_pass:!spares:
+    # the promoted spare is in, the evicted node is out.
+    target = (set(_members(inventory, "stage_cluster_validation")) & set(_members(inventory, "gate_pass"))) \
+        - set(_members(inventory, "spares"))
+    assert target == {"gpu-r02-u42"}
+
+
 def test_compose_groups_keyed_groups(parse, demo):
     inventory = parse(demo(
         compose={"bmc_url": "'https://' ~ symphony_bmc_address", "gpu_count": "symphony_expected.bom.gpus.count"},
@@ -206,7 +227,9 @@ def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     listing = json.loads(out.stdout)
-    assert spares and listing["spares"]["hosts"] == spares
+    # a spare the demo promoted (when build/demo has run) is in promoted_spares instead
+    promoted = listing.get("promoted_spares", {}).get("hosts", [])
+    assert spares and sorted(listing.get("spares", {}).get("hosts", []) + promoted) == sorted(spares)
     # the demo file names its own ledger (build/demo, written by make demo): each node is in exactly one stage
     staged = [h for name, group in listing.items() if name.startswith("stage_") for h in group.get("hosts", [])]
     assert sorted(staged) == sorted(n["hostname"] for n in nodes)
