@@ -119,7 +119,9 @@ def render_text(cert):
 
 
 def write_certificate(cert, out_dir):
-    """Write ``handoff-certificate.json`` and ``handoff-certificate.txt``; returns both paths."""
+    """Write ``handoff-certificate.json`` and ``handoff-certificate.txt``; returns both paths (normalised, as
+    the ledger event and the report show them)."""
+    out_dir = os.path.normpath(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
         json_path = os.path.join(out_dir, "handoff-certificate.json")

@@ -48,7 +48,8 @@ def collect(ledger, nodes=None):
     ``nodes``: ``{hostname: twin node dict}`` (site, rack, u, serial, sku, spare)
     to order and label rows; nodes only in the ledger are added.
     Returns a JSON-serialisable dict: ``generated``, ``summary``, ``nodes``,
-    ``matrix`` (node -> stage -> check -> {status, reason}), ``dispatch``,
+    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note}; ``note`` is ``optional`` or
+    ``waived`` for a check that did not pass and did not close the gate), ``dispatch``,
     ``firmware``, ``events``, ``charts`` (series pulled from evidence).
     """
     nodes = dict(nodes or {})
@@ -61,8 +62,17 @@ def collect(ledger, nodes=None):
 
     matrix, checks_by_stage = {}, {s: [] for s in STAGES}
     for res in results:
+        verdict = gates.get(res.node, {}).get(res.stage)
+        # A check that did not pass under an open gate did not gate it: waived, or optional in the profile
+        # (the lab's GPU tiers).  Under a closed gate the verdict names only its worst bucket, so say nothing.
+        note = ""
+        if verdict is not None and res.status != "pass":
+            if res.check in verdict.waived:
+                note = "waived"
+            elif verdict.status == "pass":
+                note = "optional"
         matrix.setdefault(res.node, {}).setdefault(res.stage, {})[res.check] = {
-            "status": res.status, "reason": res.reason, "remediation": res.remediation}
+            "status": res.status, "reason": res.reason, "remediation": res.remediation, "note": note}
         if res.stage in checks_by_stage and res.check not in checks_by_stage[res.stage]:
             checks_by_stage[res.stage].append(res.check)
 
@@ -195,7 +205,8 @@ def _chart_series(results):
 def render_junit(data):
     """JUnit XML: one testsuite per stage, one testcase per node and check.
 
-    ``fail`` -> ``<failure>``, ``blocked``/``not_run`` -> ``<skipped>`` with the reason.
+    ``fail`` -> ``<failure>``, ``blocked``/``not_run`` -> ``<skipped>`` with the reason (and, for a result
+    that did not close its gate, ``(optional: did not gate)`` or ``(waived: did not gate)``).
     """
     root = ET.Element("testsuites", name="symphony.cluster")
     suites = {}
@@ -206,11 +217,12 @@ def render_junit(data):
                 suite = suites[stage] = ET.SubElement(root, "testsuite", name=stage)
             for check, res in checks.items():
                 case = ET.SubElement(suite, "testcase", classname="%s.%s" % (stage, host), name=check)
+                note = " (%s: did not gate)" % res["note"] if res.get("note") else ""
                 if res["status"] == "fail":
-                    node = ET.SubElement(case, "failure", message=res["reason"] or "failed")
+                    node = ET.SubElement(case, "failure", message=(res["reason"] or "failed") + note)
                     node.text = res.get("remediation") or ""
                 elif res["status"] in ("blocked", "not_run"):
-                    ET.SubElement(case, "skipped", message="%s: %s" % (res["status"], res["reason"]))
+                    ET.SubElement(case, "skipped", message="%s: %s%s" % (res["status"], res["reason"], note))
     for suite in suites.values():
         cases = list(suite)
         suite.set("tests", str(len(cases)))
@@ -290,10 +302,41 @@ def _table(headers, rows):
     return "".join(out)
 
 
-def _status_cell(status, reason=""):
+def _status_cell(status, reason="", note=""):
     colour = STATUS_COLOURS.get(status, "#fff")
-    return '<td class="st" style="background:%s" title="%s">%s</td>' % (
-        colour, html.escape(reason or ""), html.escape(status or "—"))
+    text = html.escape(status or "—") + ("<br><small>%s</small>" % html.escape(note) if note else "")
+    # a result that did not gate is drawn faded, so the eye goes to what closed a gate
+    fade = ";opacity:.55" if note else ""
+    return '<td class="st" style="background:%s%s" title="%s">%s</td>' % (
+        colour, fade, html.escape(reason or ""), text)
+
+
+def _matrix_cell(cell):
+    return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
+
+
+def plain(value):
+    """A recorded value as a table cell reads it: ``{"BMC": "11.01.01"}`` -> ``BMC: 11.01.01``,
+    ``["01.01.10"]`` -> ``01.01.10``, ``None`` -> ``""`` (nested values recurse)."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return "; ".join("%s: %s" % (key, plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(plain(item) for item in value)
+    return str(value)
+
+
+def _event_line(data):
+    """One line for an event: its reason when it has one, else its scalar fields."""
+    data = data or {}
+    if data.get("reason"):
+        return str(data["reason"])
+    if data.get("replaces"):
+        return "replaces %s (attempt %s)" % (data["replaces"], data.get("attempt", "?"))
+    if data.get("link"):
+        return "link %s: %s" % (data["link"], data.get("verdict", "?"))
+    return plain({k: v for k, v in data.items() if not isinstance(v, (dict, list))})
 
 
 def render_html(data, title="symphony.cluster handoff report"):
@@ -323,9 +366,7 @@ def render_html(data, title="symphony.cluster handoff report"):
         parts.append("<h3>%s</h3>" % esc(stage))
         parts.append(_table(["node"] + checks, [
             [esc(r["hostname"])] + [
-                _status_cell(data["matrix"].get(r["hostname"], {}).get(stage, {}).get(c, {}).get("status"),
-                             data["matrix"].get(r["hostname"], {}).get(stage, {}).get(c, {}).get("reason"))
-                for c in checks]
+                _matrix_cell(data["matrix"].get(r["hostname"], {}).get(stage, {}).get(c, {})) for c in checks]
             for r in data["nodes"] if stage in data["matrix"].get(r["hostname"], {})]))
     parts.append("<h2 id='dispatch'>Dispatch list</h2>")
     parts.append(_table(["site", "rack", "U", "node", "serial", "stage", "check", "reason", "remediation"], [
@@ -338,7 +379,7 @@ def render_html(data, title="symphony.cluster handoff report"):
         len(data["firmware"]), len({f["hostname"] for f in data["firmware"]}), len(shown)))
     parts.append(_table(["node", "component", "status", "before", "after", "expected"], [
         [esc(f["hostname"]), esc(f["check"]), _status_cell(f["status"], f["reason"]),
-         esc(json.dumps(f["before"])), esc(json.dumps(f["after"])), esc(json.dumps(f["expected"]))]
+         esc(plain(f["before"])), esc(plain(f["after"])), esc(plain(f["expected"]))]
         for f in shown]) if shown else "<p>no firmware was changed</p>")
     parts.append("<h2 id='charts'>Evidence</h2>")
     for section, fig in _figures(data):
@@ -346,8 +387,11 @@ def render_html(data, title="symphony.cluster handoff report"):
         parts.append(fig.to_html(full_html=False, include_plotlyjs=False))
     if data["events"]:
         parts.append("<h2 id='events'>Actions taken</h2>")
+        # The event's own reason reads as a sentence; the full record stays one click away.
         parts.append(_table(["node", "event", "details"], [
-            [esc(str(e["node"] or "")), esc(e["kind"]), esc(json.dumps(e["data"], ensure_ascii=False))]
+            [esc(str(e["node"] or "")), esc(e["kind"]),
+             "%s<details><summary>record</summary><pre>%s</pre></details>" % (
+                 esc(_event_line(e["data"])), esc(json.dumps(e["data"], ensure_ascii=False, indent=1)))]
             for e in data["events"]]))
     parts.append("</body></html>")
     return "".join(parts)

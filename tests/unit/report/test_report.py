@@ -75,7 +75,41 @@ def test_written_files(tmp_path):
     assert "https://cdn" not in html.split("<script>", 2)[0]  # plotly.js is inlined, nothing to fetch
     assert html.count('class="plotly-graph-div') == 4  # storage, fabric pair matrix, MFU, outliers
     assert "slot GPU5 empty" in html and "01.01.10" in html
+    # cells read as values, not JSON: before 01.01.10, after BMC: 11.01.01; an event by its reason
+    firmware = html.split("id='firmware'", 1)[1].split("id='charts'", 1)[0]
+    assert "<td>01.01.10</td><td>BMC: 11.01.01</td>" in firmware and "&quot;" not in firmware
+    actions = html.split("id='events'", 1)[1]
+    assert "<td>GPU 7 hot<details>" in actions
+    assert "link leaf-rail0:1~leaf-rail0:2: bad<details>" in actions
     suites = {s.get("name"): s for s in ET.parse(written["paths"]["junit"]).getroot()}
     assert suites["pre_deployment"].get("failures") == "1"
     assert suites["cluster_validation"].find("testcase[@name='telemetry_outliers']/failure").get("message") == "hot"
     assert json.load(open(written["paths"]["json"], encoding="utf-8"))["events"][0]["kind"] == "drain"
+
+
+def test_plain_cells():
+    assert _report.plain(None) == "" and _report.plain(["a", 1]) == "a, 1"
+    assert _report.plain({"BMC": "1.2", "NIC": ["3", "4"]}) == "BMC: 1.2; NIC: 3, 4"
+    assert _report.plain({"read": {"bw_mbps": 591.8}}) == "read: bw_mbps: 591.8"
+
+
+def test_results_that_did_not_gate_are_marked(tmp_path):
+    """Under an open gate, a check that did not pass is optional (the profile) or waived; under a closed one, unmarked."""
+    ledger = open_ledger(str(tmp_path / "l.sqlite"))
+    specs = [g.CheckSpec("stress_ng"), g.CheckSpec("dcgm_diag", required=False), g.CheckSpec("fio_seq_read")]
+    graph = g.CheckGraph("burn_in", specs)
+    checks = {"stress_ng": lambda c: g.passed(), "dcgm_diag": lambda c: g.not_run("no GPU on this host"),
+              "fio_seq_read": lambda c: g.failed("591 MB/s < 3000 MB/s", "reseat the NVMe")}
+    for node, waivers in (("n1", ["fio_seq_read"]), ("n2", [])):
+        results = graph.run(node, "bi1", checks)
+        ledger.record_results(results)
+        ledger.record_gate(g.compute_gate(graph, results, waivers), "bi1")
+    data = _report.collect(ledger, TWIN)
+    n1, n2 = data["matrix"]["n1"]["burn_in"], data["matrix"]["n2"]["burn_in"]
+    assert (n1["dcgm_diag"]["note"], n1["fio_seq_read"]["note"], n1["stress_ng"]["note"]) == ("optional", "waived", "")
+    assert (n2["dcgm_diag"]["note"], n2["fio_seq_read"]["note"]) == ("", "")  # n2's gate is closed by fio
+    html = _report.render_html(data)
+    assert "not_run<br><small>optional</small>" in html and "fail<br><small>waived</small>" in html
+    junit = _report.render_junit(data)
+    assert "591 MB/s &lt; 3000 MB/s (waived: did not gate)" in junit
+    assert "not_run: no GPU on this host (optional: did not gate)" in junit
