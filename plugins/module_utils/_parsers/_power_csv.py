@@ -15,7 +15,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._parsers import n
 
 TOOL = "nvidia-smi --query-gpu"
 _UNIT = re.compile(r"^(.*?)\s*\[(.*)\]\s*$")
-TEXT_FIELDS = ("timestamp", "name", "uuid", "pci.bus_id", "serial", "driver_version", "pstate")
+TEXT_FIELDS = ("timestamp", "name", "uuid", "pci.bus_id", "serial", "driver_version", "pstate", "persistence_mode")
 
 
 def _column(name):
