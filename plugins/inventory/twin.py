@@ -102,7 +102,8 @@ from ansible.errors import AnsibleParserError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError, TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils import _schema
 from ansible_collections.symphony.cluster.plugins.module_utils import _twin_inventory
 
 
@@ -117,7 +118,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache=cache)
-        self._read_config_data(path)
+        try:
+            self._read_config_data(path)
+        except AnsibleParserError:
+            # Ansible's message has no line or column; the collection's loader says where (or, when the file
+            # parses after all, Ansible's own complaint stands).
+            try:
+                _schema.load_yaml_file(path, TwinError)
+            except TwinError as exc:
+                raise AnsibleParserError(to_native(exc))
+            raise
         base = os.path.dirname(os.path.abspath(path))
         cache_key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache

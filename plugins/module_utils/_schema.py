@@ -29,12 +29,67 @@ try:
 except ImportError:
     HAS_YAML = False
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
-def json_path(path_items):
-    """``['nodes', 3, 'bmc_mac'] -> '$.nodes[3].bmc_mac'``."""
+if HAS_YAML:
+    class _UniqueKeyLoader(_SAFE_LOADER):  # pylint: disable=too-many-ancestors
+        """The safe loader, refusing a key given twice in one mapping.
+
+        PyYAML keeps the last value silently: a second ``u:`` in a twin node would move its planned BMC
+        address without a word.  A key after ``<<: *anchor`` still overrides the merged one (that is the
+        point of a merge), only the mapping's own keys must differ.
+        """
+
+        def construct_mapping(self, node, deep=False):
+            own, merged = None, False
+            if isinstance(node, yaml.MappingNode):
+                own = [pair[0] for pair in node.value if pair[0].tag != _MERGE_TAG]
+                merged = len(own) != len(node.value)
+            mapping = super().construct_mapping(node, deep=deep)
+            # fast path (every mapping of a 10,000-node twin): no merge and as many keys as entries
+            if own is None or (not merged and len(mapping) == len(own)):
+                return mapping
+            first = {}
+            for key_node in own:
+                key = self.construct_object(key_node, deep=deep)  # memoised by PyYAML: no second construction
+                if key in first:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        "duplicate key %r (first at line %d)" % (key, first[key].start_mark.line + 1),
+                        key_node.start_mark)
+                first[key] = key_node
+            return mapping
+
+
+class _DuplicateJSONKey(ValueError):
+    """A JSON object repeats a key: the YAML loader then reports it with its line."""
+
+
+def _unique_pairs(pairs):
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        raise _DuplicateJSONKey()
+    return mapping
+
+
+def json_path(path_items, data=None, label_key=None):
+    """``['nodes', 3, 'bmc_mac'] -> '$.nodes[3].bmc_mac'``.
+
+    With ``data`` and ``label_key``, a mapping along the path that holds a string ``label_key`` is named
+    after its path, as the twin's own errors do: ``$.nodes[3] (gpu-r01-u18).bmc_mac``.
+    """
     out = "$"
     for item in path_items:
         out += "[%d]" % item if isinstance(item, int) else ".%s" % item
+        if label_key is None:
+            continue
+        try:
+            data = data[item]
+        except (KeyError, IndexError, TypeError):
+            data, label_key = None, None  # the path left the document: name nothing further
+            continue
+        if isinstance(data, dict) and isinstance(data.get(label_key), str):
+            out += " (%s)" % data[label_key]
     return out
 
 
@@ -63,11 +118,12 @@ def _fast_validator(schema):
     return _FAST[key]
 
 
-def validate_document(data, schema, where, error_class):
+def validate_document(data, schema, where, error_class, label_key=None):
     """Validate ``data`` against ``schema``; raise ``error_class`` naming ``where`` and the JSON path.
 
     The error chosen is jsonschema's ``best_match`` so the message is the most
     specific one, e.g. ``skus/x.yml: $.bom.gpus.count: 'eight' is not of type 'integer'``.
+    ``label_key`` (e.g. ``"hostname"``): name the item the error is in, see :func:`json_path`.
     """
     if not HAS_JSONSCHEMA:
         raise error_class("the jsonschema Python library is required", where=where)
@@ -81,13 +137,41 @@ def validate_document(data, schema, where, error_class):
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
-        raise error_class("%s: %s" % (json_path(error.absolute_path), error.message), where=where)
+        raise error_class("%s: %s" % (json_path(error.absolute_path, data, label_key), error.message), where=where)
+
+
+def _at(mark):
+    # PyYAML's marks count from 0; editors from 1
+    return " at line %d column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+
+
+def _yaml_problem(exc, text):
+    """`` at line 8 column 11: did not find expected '-' indicator (while parsing ... at line 7 column 11)``."""
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+        # a control character: no mark, only an offset (in UTF-8 bytes for libyaml, characters for PyYAML)
+        libyaml = _SAFE_LOADER is getattr(yaml, "CSafeLoader", None)
+        before = text.encode("utf-8")[:exc.position].decode("utf-8", "ignore") if libyaml else text[:exc.position]
+        line, column = before.count("\n") + 1, len(before.rsplit("\n", 1)[-1]) + 1
+        return " at line %d column %d: %s #x%04x" % (line, column, exc.reason, exc.character)
+    problem = getattr(exc, "problem", None)
+    if problem is None:  # an error without marks: its own text says what it can
+        return ": %s" % exc
+    out = "%s: %s" % (_at(getattr(exc, "problem_mark", None)), problem)
+    context = getattr(exc, "context", None)
+    if context:
+        out += " (%s%s)" % (context, _at(getattr(exc, "context_mark", None)))
+    return out
 
 
 def load_yaml_file(path, error_class):
-    """Parse a YAML file with the safe loader; a missing or malformed file raises ``error_class``."""
+    """Parse a YAML file with the safe loader; a missing or malformed file raises ``error_class``.
+
+    The error names the file, the line and column, and (for a key given twice in one mapping, which PyYAML
+    would silently resolve to the last value) the key and the line of its first occurrence.
+    """
     if not HAS_YAML:
         raise error_class("the PyYAML Python library is required", where=path)
+    text = ""
     try:
         with open(path, "r", encoding="utf-8") as handle:
             text = handle.read()
@@ -95,17 +179,17 @@ def load_yaml_file(path, error_class):
         if text.lstrip().startswith("{"):
             # JSON is YAML 1.2: a twin exported from a DCIM as JSON loads ~100x faster this way.
             try:
-                data = json.loads(text)
+                data = json.loads(text, object_pairs_hook=_unique_pairs)
             except ValueError:
-                data = None
+                data = None  # not JSON, or a repeated key: the YAML loader below says where
         if data is None:
-            data = yaml.load(text, Loader=_SAFE_LOADER)  # nosec: safe loader (C or Python)
+            data = yaml.load(text, Loader=_UniqueKeyLoader)  # nosec: safe loader (C or Python)
     except OSError as exc:
         raise error_class("cannot read file: %s" % exc.strerror, where=path)
+    except UnicodeDecodeError as exc:
+        raise error_class("not UTF-8 text: %s (byte 0x%02x)" % (exc.reason, exc.object[exc.start]), where=path)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = " at line %d column %d" % (mark.line + 1, mark.column + 1) if mark else ""
-        raise error_class("invalid YAML%s: %s" % (line, getattr(exc, "problem", exc)), where=path)
+        raise error_class("invalid YAML%s" % _yaml_problem(exc, text), where=path)
     if not isinstance(data, dict):
         raise error_class("top level must be a mapping", where=path)
     return data

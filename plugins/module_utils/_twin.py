@@ -151,24 +151,39 @@ def validate_twin(data, path, known_skus=None):
     """Validate a parsed twin document and return a :class:`Twin`.
 
     ``known_skus``: iterable of SKU names, or None to skip the SKU check.
-    Raises :class:`TwinError` on: schema errors (with JSON path), unknown SKU,
-    duplicate hostname/serial/MAC/address, malformed MAC, an address outside its
-    rack's subnet, two nodes in one U.
+    Raises :class:`TwinError` on: schema errors (with JSON path and hostname), unknown SKU,
+    duplicate site/rack name, duplicate hostname/serial/MAC/address, malformed MAC, a BMC subnet
+    with host bits set, an address outside its rack's subnet, two nodes in one U, one switch port
+    (leaf:port) cabled to two nodes.
     """
     if not HAS_NETADDR:
         raise TwinError("the netaddr Python library is required", where=path)
-    validate_document(data, TWIN_SCHEMA, path, TwinError)
+    validate_document(data, TWIN_SCHEMA, path, TwinError, label_key="hostname")
     known_skus = set(known_skus) if known_skus is not None else None
     nodes, seen = {}, {"serial": {}, "bmc_mac": {}, "bmc_address": {}, "inband_address": {}}
-    sites = {}
+    sites, site_paths, rack_paths, ports = {}, {}, {}, {}
     for si, site in enumerate(data["sites"]):
+        if site["name"] in site_paths:
+            raise TwinError("site name %r is used twice (also at %s)" % (site["name"], site_paths[site["name"]]),
+                            where="%s: $.sites[%d].name" % (path, si))
+        site_paths[site["name"]] = "$.sites[%d].name" % si
         sites[site["name"]] = {"racks": []}
         for ri, rack in enumerate(site["racks"]):
             rack_path = "$.sites[%d].racks[%d]" % (si, ri)
+            # one Ansible group rack_<name> per name, whatever the site: two racks would merge into one
+            if rack["name"] in rack_paths:
+                raise TwinError("rack name %r is used twice (also at %s; racks are inventory groups rack_<name>, "
+                                "so a name must be unique in the twin)" % (rack["name"], rack_paths[rack["name"]]),
+                                where="%s: %s.name" % (path, rack_path))
+            rack_paths[rack["name"]] = rack_path + ".name"
             try:
                 subnet = netaddr.IPNetwork(rack["bmc_subnet"])
             except (netaddr.AddrFormatError, ValueError, TypeError):
                 raise TwinError("%s.bmc_subnet: %r is not a network" % (rack_path, rack["bmc_subnet"]), where=path)
+            if subnet.ip != subnet.network:
+                # 10.10.1.5/24 is a typo for a network or for a host; planning from it would guess which
+                raise TwinError("%r has host bits set; the network is %s" % (rack["bmc_subnet"], subnet.cidr),
+                                where="%s: %s.bmc_subnet" % (path, rack_path))
             sites[site["name"]]["racks"].append(rack["name"])
             used_u = {}
             for ni, node in enumerate(rack["nodes"]):
@@ -176,7 +191,8 @@ def validate_twin(data, path, known_skus=None):
                 host = node["hostname"]
                 where = "%s: %s (%s)" % (path, npath, host)
                 if host in nodes:
-                    raise TwinError("duplicate hostname %r (also at %s)" % (host, nodes[host]["twin_path"]), where=where)
+                    raise TwinError("duplicate hostname %r (also at %s)" % (host, nodes[host]["twin_path"]),
+                                    where=where)
                 if node["u"] in used_u:
                     raise TwinError("U%d already holds %s" % (node["u"], used_u[node["u"]]), where=where)
                 used_u[node["u"]] = host
@@ -214,6 +230,14 @@ def validate_twin(data, path, known_skus=None):
                         raise TwinError("%s %s is taken twice (also %s)" % (key, value, seen[key][value]),
                                         where=where + "." + key)
                     seen[key][value] = host
+                for li, link in enumerate(node.get("fabric", ())):
+                    # Twin.links() keys a link by "<leaf>:<port>" (port 7 and "7" alike): one cable per port
+                    port = "%s:%s" % (link["leaf"], link["port"])
+                    link_path = "%s.fabric[%d]" % (npath, li)
+                    if port in ports:
+                        raise TwinError("switch port %s is cabled twice (also %s at %s)" % ((port,) + ports[port]),
+                                        where="%s.fabric[%d]" % (where, li))
+                    ports[port] = (host, link_path)
                 nodes[host] = {
                     "hostname": host, "site": site["name"], "rack": rack["name"],
                     "rack_location": rack.get("location", ""), "u": node["u"], "sku": node["sku"],

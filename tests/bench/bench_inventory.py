@@ -50,7 +50,8 @@ def write_twin(directory):
                           n >> 24 & 255, n >> 16 & 255, n >> 8 & 255, n & 255),
                       "            inband_address: 10.%d.%d.%d" % (200 + r // 250, r % 250, 10 + i),
                       "            fabric:"]
-            lines += ["              - {rail: %d, leaf: leaf-%03d-%d, port: %d}" % (k, r // 8, k, n % 256 + 1)
+            # 8 racks per leaf: ports 1..8*PER_RACK, each cabled once (the twin refuses a port used twice)
+            lines += ["              - {rail: %d, leaf: leaf-%03d-%d, port: %d}" % (k, r // 8, k, n % (8 * PER_RACK) + 1)
                       for k in range(RAILS)]
     (directory / "fleet.yml").write_text("\n".join(lines) + "\n")
     import yaml

@@ -212,6 +212,18 @@ def test_bad_twin_fails_whole_source(parse, demo):
         parse(path)
 
 
+def test_yaml_syntax_error_says_line_and_column(parse, demo):
+    """Ansible's own YAML error has no position; the plugin's says where the twin breaks."""
+    from ansible.errors import AnsibleParserError
+    path = demo()
+    lines = path.read_text().splitlines()
+    row = next(i for i, line in enumerate(lines) if "hostname: gpu-r01-u02" in line)
+    lines[row] = lines[row].replace("hostname: gpu-r01-u02", "hostname: [gpu-r01-u02")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(AnsibleParserError, match=r"demo.twin.yml: invalid YAML at line %d column \d+" % (row + 2)):
+        parse(path)
+
+
 def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
     """The documented command on the shipped demo twin, end to end (`ansible-inventory -i ... --list`)."""
     demo_twin = yaml.safe_load((repo_root / "inventories" / "demo" / "demo.twin.yml").read_text())

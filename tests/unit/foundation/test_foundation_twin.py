@@ -102,10 +102,10 @@ def test_malformed_mac_and_schema_paths(doc):
                          "malformed MAC address '3c:ec:ef:11:07'")
     d = copy.deepcopy(doc)
     d["sites"][0]["racks"][0]["nodes"][0]["u"] = "two"
-    assert _error(d) == "site.twin.yml: $.sites[0].racks[0].nodes[0].u: 'two' is not of type 'integer'"
+    assert _error(d) == "site.twin.yml: $.sites[0].racks[0].nodes[0] (n1).u: 'two' is not of type 'integer'"
     d = copy.deepcopy(doc)
     del d["sites"][0]["racks"][1]["nodes"][0]["serial"]
-    assert _error(d) == "site.twin.yml: $.sites[0].racks[1].nodes[0]: 'serial' is a required property"
+    assert _error(d) == "site.twin.yml: $.sites[0].racks[1].nodes[0] (n3): 'serial' is a required property"
     d = copy.deepcopy(doc)
     d["sites"][0]["racks"][0]["bmc_subnet"] = "10.10.1.0/33"
     assert _error(d) == "site.twin.yml: $.sites[0].racks[0].bmc_subnet: '10.10.1.0/33' is not a network"
