@@ -51,6 +51,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._ledger import op
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
 from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries
+from ansible_collections.symphony.cluster.plugins.module_utils._report import write_dispatch_latest
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import (
     CheckGraph,
     CheckSpec,
@@ -1007,8 +1008,11 @@ def dispatch_rows(nodes, outcomes):
     return rows
 
 
-def write_dispatch(rows, directory, run_id):
-    """Write ``dispatch-<run_id>.csv`` and ``.json`` (and ``dispatch-latest.*``) under ``directory``.
+def write_dispatch(rows, directory, run_id, latest=True):
+    """Write ``dispatch-<run_id>.csv`` and ``.json`` (and, with ``latest``, ``dispatch-latest.*``) under ``directory``.
+
+    With a ledger the stage writes ``dispatch-latest.*`` from it instead (``_report.write_dispatch_latest``: every
+    node and stage), so ``latest`` is only for a run without one.
 
     Returns ``{"csv": path, "json": path}``.  Raises :class:`SymphonyError` when the
     directory cannot be written.
@@ -1021,7 +1025,7 @@ def write_dispatch(rows, directory, run_id):
         writer.writerows(rows)
         doc = json.dumps({"run_id": run_id, "stage": STAGE, "rows": rows}, indent=2, default=str) + "\n"
         paths = {}
-        for name in ("dispatch-%s" % run_id, "dispatch-latest"):
+        for name in ("dispatch-%s" % run_id,) + (("dispatch-latest",) if latest else ()):
             for ext, text in (("csv", buf.getvalue()), ("json", doc)):
                 path = os.path.join(directory, "%s.%s" % (name, ext))
                 tmp = path + ".tmp"
@@ -1312,6 +1316,10 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
         hosts[host] = entry
 
     own_ledger = None
+    rows = dispatch_rows(nodes, {h: {"gate": verdicts[h].to_dict(),
+                                     "results": [r.to_dict() for r in by_host[h]]}
+                                 for h in verdicts})
+    dispatch = {"rows": len(rows), "items": rows}
     if ledger is None and settings.ledger:
         ledger = own_ledger = open_ledger(settings.ledger)
     try:
@@ -1319,16 +1327,15 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
             ledger.record_results(all_results)
             for host, verdict in verdicts.items():
                 ledger.record_gate(verdict, run_id)
+        if settings.dispatch_dir:
+            # dispatch-<run_id>: this run's nodes; dispatch-latest: the whole fleet, every stage, from the ledger
+            # (a --limit run must not drop the others from the technicians' list)
+            dispatch.update(write_dispatch(rows, settings.dispatch_dir, run_id, latest=ledger is None))
+            if ledger is not None:
+                dispatch["latest"] = write_dispatch_latest(ledger, settings.dispatch_dir, nodes)
     finally:
         if own_ledger is not None:
             own_ledger.close()
-
-    rows = dispatch_rows(nodes, {h: {"gate": verdicts[h].to_dict(),
-                                     "results": [r.to_dict() for r in by_host[h]]}
-                                 for h in verdicts})
-    dispatch = {"rows": len(rows), "items": rows}
-    if settings.dispatch_dir:
-        dispatch.update(write_dispatch(rows, settings.dispatch_dir, run_id))
     summary = {}
     for verdict in verdicts.values():
         summary[verdict.status] = summary.get(verdict.status, 0) + 1

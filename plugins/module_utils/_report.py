@@ -10,7 +10,9 @@ with plotly.js inlined once, so the file opens with no network access.
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import os
 import time
@@ -26,6 +28,7 @@ try:
 except ImportError:
     HAS_PLOTLY = False
 
+REPORT_FILES = {"html": "index.html", "json": "report.json", "junit": "junit.xml"}
 STATUS_COLOURS = {"pass": "#1b7f3b", "fail": "#c62828", "blocked": "#ef6c00", "not_run": "#78909c"}
 
 
@@ -40,6 +43,83 @@ def _load_evidence(path):
             return json.load(handle)
     except (OSError, ValueError):
         return None
+
+
+DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")
+
+
+def dispatch_list(ledger, nodes=None, results=None, gates=None):
+    """The fleet's current dispatch list, every stage: what a technician walks the floor with.
+
+    For each node and stage whose current gate did not pass, the checks that closed it (a ``fail`` or ``not_run``
+    root cause; ``blocked`` ones only when the gate names nothing else), then the fabric links burn-in convicted.
+    A check that failed without closing its gate (optional in the profile, waived) is not dispatched.  ``nodes``:
+    ``{hostname: twin node}`` for the site/rack/U/serial labels (missing ones stay empty).  Rows have
+    :data:`DISPATCH_FIELDS`, sorted by site, rack, U, stage, check.  ``results``/``gates``: already-read
+    ``current_results()``/``current_gates()`` of ``ledger``.
+    """
+    nodes = nodes or {}
+    results = ledger.current_results() if results is None else results
+    gates = ledger.current_gates() if gates is None else gates
+    by_key = {(r.node, r.stage, r.check): r for r in results}
+    rows = []
+    for host, stages in gates.items():
+        twin = nodes.get(host, {})
+        for stage, verdict in stages.items():
+            if verdict.status == "pass":
+                continue
+            picked = [by_key[(host, stage, c)] for c in verdict.failing if (host, stage, c) in by_key]
+            root = [r for r in picked if r.status in ("fail", "not_run")]
+            for res in root or picked:
+                rows.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
+                             "hostname": host, "serial": twin.get("serial"), "stage": stage, "check": res.check,
+                             "reason": res.reason,
+                             "remediation": res.remediation or ("rerun the stage once %s" % res.reason
+                                                                if res.status == "not_run" else "see the reason")})
+    rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
+    rows.sort(key=lambda d: (str(d["site"] or ""), str(d["rack"] or ""), d["u"] or 0,
+                             STAGES.index(d["stage"]) if d["stage"] in STAGES else len(STAGES), d["hostname"],
+                             d["check"]))
+    return rows
+
+
+def write_dispatch_latest(ledger, directory, nodes=None):
+    """Write ``dispatch-latest.csv`` and ``dispatch-latest.json`` (:func:`dispatch_list`) under ``directory``.
+
+    ``nodes`` label the rows; a node outside ``nodes`` keeps the labels the previous list gave it.  Each file is
+    replaced atomically, so a technician's tool never reads half a list.  Returns
+    ``{"csv": path, "json": path, "rows": count}``.  Raises :class:`ReportError` naming the directory when it
+    cannot be written.
+    """
+    directory = os.path.normpath(directory)
+    # A run limited to some hosts (--limit) knows only their twin records: the labels of the other nodes on the
+    # list come from the list this one replaces, so they keep their rack and U.
+    labels = {}
+    try:
+        with open(os.path.join(directory, "dispatch-latest.json"), encoding="utf-8") as handle:
+            for row in json.load(handle).get("rows") or []:
+                labels.setdefault(row.get("hostname"), {k: row.get(k) for k in ("site", "rack", "u", "serial")})
+    except (OSError, ValueError, AttributeError):
+        pass
+    labels.update(nodes or {})
+    rows = dispatch_list(ledger, labels)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=DISPATCH_FIELDS, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    doc = json.dumps({"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows},
+                     indent=2, default=str) + "\n"
+    paths = {}
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for ext, text in (("csv", buf.getvalue()), ("json", doc)):
+            path = paths[ext] = os.path.join(directory, "dispatch-latest.%s" % ext)
+            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(path + ".tmp", path)
+    except OSError as exc:
+        raise ReportError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
+    return dict(paths, rows=len(rows))
 
 
 def collect(ledger, nodes=None):
@@ -91,16 +171,7 @@ def collect(ledger, nodes=None):
             "gates": {s: node_gates[s].status for s in node_gates},
         })
 
-    dispatch = []
-    for res in results:
-        if res.status != "fail":
-            continue
-        twin = nodes.get(res.node, {})
-        dispatch.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
-                         "hostname": res.node, "serial": twin.get("serial"), "stage": res.stage,
-                         "check": res.check, "reason": res.reason, "remediation": res.remediation})
-    dispatch.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
-    dispatch.sort(key=lambda d: (str(d["site"]), str(d["rack"]), d["u"] or 0, d["stage"], d["check"]))
+    dispatch = dispatch_list(ledger, nodes, results=results, gates=gates)
 
     firmware = []
     for host in sorted({r.node for r in results if r.stage == "provisioning"}):
@@ -402,10 +473,10 @@ def write_report(ledger, out_dir, nodes=None):
 
     Returns ``{"paths": {"html", "json", "junit"}, "summary": {...}}``.
     """
+    out_dir = os.path.normpath(out_dir)
     data = collect(ledger, nodes)
     os.makedirs(out_dir, exist_ok=True)
-    paths = {"html": os.path.join(out_dir, "index.html"), "json": os.path.join(out_dir, "report.json"),
-             "junit": os.path.join(out_dir, "junit.xml")}
+    paths = {key: os.path.join(out_dir, name) for key, name in REPORT_FILES.items()}
     with open(paths["json"], "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1, sort_keys=True, default=str)
     with open(paths["junit"], "w", encoding="utf-8") as handle:

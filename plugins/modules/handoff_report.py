@@ -35,11 +35,19 @@ options:
         order and label rows; typically built from the C(symphony_twin) hostvar of every host.
     type: dict
     default: {}
+  dispatch_dir:
+    description:
+      - Also write the fleet's dispatch list there (C(dispatch-latest.csv) and C(.json)), every stage, from the ledger
+        (the directory pre_deployment writes its lists to, C(pre_deployment_dispatch_dir)).
+      - Nodes missing from O(nodes) keep the labels (site, rack, U, serial) the previous list gave them.
+    type: path
 extends_documentation_fragment:
   - symphony.cluster.attributes
 attributes:
   check_mode:
-    support: none
+    support: full
+    details:
+      - Reads the ledger and returns the summary and the paths it would write; writes nothing.
   diff_mode:
     support: none
 requirements:
@@ -67,7 +75,13 @@ summary:
   description: Node count, handed-off count and counts per last stage and gate.
   returned: success
   type: dict
+dispatch:
+  description: With O(dispatch_dir), C(csv) and C(json) paths of the dispatch list and its C(rows) count.
+  returned: when O(dispatch_dir) is set
+  type: dict
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -79,17 +93,26 @@ from ansible_collections.symphony.cluster.plugins.module_utils import _report
 def main():
     module = AnsibleModule(
         argument_spec={"ledger": {"type": "str"}, "dest": {"type": "path", "required": True},
-                       "nodes": {"type": "dict", "default": {}}},
-        supports_check_mode=False,
+                       "nodes": {"type": "dict", "default": {}}, "dispatch_dir": {"type": "path"}},
+        supports_check_mode=True,
     )
     if not _report.HAS_PLOTLY:
         module.fail_json(msg=missing_required_lib("plotly"))
+    p = module.params
+    result = {"changed": True}
     try:
-        ledger = open_ledger(module.params["ledger"])
-        written = _report.write_report(ledger, module.params["dest"], module.params["nodes"])
+        ledger = open_ledger(p["ledger"])
+        if module.check_mode:
+            result["summary"] = _report.collect(ledger, p["nodes"])["summary"]
+            result["paths"] = {k: os.path.join(p["dest"], name) for k, name in _report.REPORT_FILES.items()}
+        else:
+            written = _report.write_report(ledger, p["dest"], p["nodes"])
+            result.update(paths=written["paths"], summary=written["summary"])
+            if p["dispatch_dir"]:
+                result["dispatch"] = _report.write_dispatch_latest(ledger, p["dispatch_dir"], p["nodes"])
     except SymphonyError as exc:
         module.fail_json(**exc.to_dict())
-    module.exit_json(changed=True, paths=written["paths"], summary=written["summary"])
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -113,3 +113,26 @@ def test_results_that_did_not_gate_are_marked(tmp_path):
     junit = _report.render_junit(data)
     assert "591 MB/s &lt; 3000 MB/s (waived: did not gate)" in junit
     assert "not_run: no GPU on this host (optional: did not gate)" in junit
+
+
+def test_dispatch_latest_every_stage_and_labels_survive_a_limited_run(tmp_path):
+    """The technicians' list: every stage's gate-closing checks and bad links; a --limit run keeps the others."""
+    ledger = _fleet(str(tmp_path / "l.sqlite"))
+    # an optional check that failed under a passing gate is no job for a technician
+    graph = g.CheckGraph("burn_in", [g.CheckSpec("stress"), g.CheckSpec("edac", required=False)])
+    results = graph.run("n2", "bi2", {"stress": lambda c: g.passed(), "edac": lambda c: g.failed("no EDAC", "x")})
+    ledger.record_results(results)
+    ledger.record_gate(g.compute_gate(graph, results), "bi2")
+    out = _report.write_dispatch_latest(ledger, str(tmp_path / "dispatch"), TWIN)
+    rows = json.load(open(out["json"], encoding="utf-8"))["rows"]
+    assert [(r["hostname"], r["stage"], r["check"]) for r in rows] == [
+        ("n1 <-> n2", "burn_in", "fabric_link"), ("n1", "cluster_validation", "telemetry_outliers"),
+        ("n2", "pre_deployment", "gpus")]
+    assert out["rows"] == 3 and open(out["csv"], encoding="utf-8").readline().strip() == \
+        "site,rack,u,hostname,serial,stage,check,reason,remediation"
+    # a later run that knows only n1's twin record (--limit n1): n2 keeps its rack and U from the last list
+    again = _report.write_dispatch_latest(ledger, str(tmp_path / "dispatch"), {"n1": TWIN["n1"]})
+    rows = json.load(open(again["json"], encoding="utf-8"))["rows"]
+    n2 = [r for r in rows if r["hostname"] == "n2"][0]
+    assert (n2["rack"], n2["u"], n2["serial"]) == ("r01", 10, "S2")
+    assert not (tmp_path / "dispatch" / "dispatch-latest.json.tmp").exists()
