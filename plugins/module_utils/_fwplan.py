@@ -296,7 +296,8 @@ def build_plan(inventory, manifest, allow_downgrade=False, tunings_observed=None
 def diff_of(plan):
     """``{"before": {...}, "after": {...}}`` for Ansible ``--diff``: firmware versions and BIOS attributes.
 
-    Only steps that change something appear; ``after`` shows the target version / desired value.
+    Only steps that change something appear; ``after`` shows the target version / desired value (the plan; after a
+    run, :func:`diff_after` puts what a fresh read found there).
     """
     before, after = {"firmware": {}, "bios": {}}, {"firmware": {}, "bios": {}}
     for s in plan.steps:
@@ -308,6 +309,21 @@ def diff_of(plan):
                 before["bios"][name] = have
                 after["bios"][name] = want
     return {"before": before, "after": after}
+
+
+def diff_after(diff, fresh_plan, fresh_bios):
+    """``diff`` (:func:`diff_of` before the run) with ``after`` replaced by what a fresh read found.
+
+    ``fresh_plan``: the plan built from the re-read inventory (its steps' ``observed`` are the running versions);
+    ``fresh_bios``: the re-read BIOS ``Attributes``.  A failed update then shows its old version on both sides
+    instead of the target it never reached.  Pure.
+    """
+    running = {s.component: sorted({str(v) for v in s.observed.values()})
+               for s in fresh_plan.steps if s.check.startswith("firmware:")}
+    after = {"firmware": {component: running.get(component, ["(not found in the fresh read)"])
+                          for component in diff["before"].get("firmware", {})},
+             "bios": {name: attribute_value(fresh_bios.get(name)) for name in diff["before"].get("bios", {})}}
+    return {"before": diff["before"], "after": after}
 
 
 def format_plan(host, plan):

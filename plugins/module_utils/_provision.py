@@ -52,6 +52,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fwplan import (
     SKIP,
     UPDATE,
     build_plan,
+    diff_after,
     diff_of,
     format_plan,
     attribute_value,
@@ -542,6 +543,16 @@ def _inband_outcome(step, given):
     return failed(step.reason, "check the part and the manifest", observed=step.observed, expected=step.accepted)
 
 
+def _fresh_diff(nd, diff):
+    """The ``--diff`` of an applied run: before from the plan, after from a fresh read (verify, don't trust)."""
+    try:
+        inv = read_inventory(nd.client, sections=READ_SECTIONS)
+        fresh = build_plan(inv, nd.manifest, nd.settings.allow_downgrade)
+    except SymphonyError as exc:
+        return {"before": diff["before"], "after": {"not re-read": str(exc)}}
+    return diff_after(diff, fresh, inv.bios.get("attributes") or {})
+
+
 def process_node(host, item, settings, run_id, ledger, registries, phase, check_mode, client_factory=None):
     """Run ``phase`` (``plan``, ``out_of_band``, ``verify``) for one node; returns its result dict.
 
@@ -580,6 +591,8 @@ def process_node(host, item, settings, run_id, ledger, registries, phase, check_
                 nd.run(step.check, lambda s=step: apply_oob_firmware(nd, s))
             nd.run("bios_settings", lambda: apply_bios(nd, nd.plan.step("bios_settings")))
             nd.run("runtime_boot", lambda: runtime_boot(nd))
+            if out.get("diff") and any(out["diff"]["before"].values()):
+                out["diff"] = _fresh_diff(nd, out["diff"])
             for name in graph.order():
                 if name not in nd.statuses and name not in ("tunings", "verify") and not \
                         any(c.get("phase") == "in_band" and "firmware:%s" % c["id"] == name

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError
 from ansible_collections.symphony.cluster.plugins.module_utils._fwplan import (
-    FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, UPDATE, build_plan, compare_versions, diff_of, format_plan,
+    FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, UPDATE, build_plan, compare_versions, diff_after, diff_of, format_plan,
     members_of)
 from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import FirmwareItem, NodeInventory
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
@@ -95,6 +95,29 @@ def test_supermicro_drift_and_bios(mockups, repo_root):
     assert lines[0] == ("n1: firmware:bmc [update] 01.01.10 -> 11.01.01 via redfish_multipart (bmc_reset): "
                         "01.01.10 not accepted (accepted: 11.01.01); update to 11.01.01")
     assert "n1: bios_settings: PCIeACSCTL_1E3C 'Enable' -> 'Disable'" in lines
+
+
+def test_diff_after_is_the_fresh_read_not_the_target(mockups, repo_root):
+    """A BIOS update that failed shows its old version after; the BMC update that worked shows the new one."""
+    inv = inventory_of(mockups, "libredfish-supermicro")
+    for item in inv.firmware:
+        if item.id == "BMC":
+            item.version = "01.01.10"
+        if item.id == "BIOS":
+            item.version = "BIOS Date: 01/12/2023 Ver 1.2"
+    inv.bios["attributes"]["PCIeACSCTL_1E3C"] = "Enable"
+    sku = manifest(repo_root, "hgx_h100_supermicro")
+    before = diff_of(build_plan(inv, sku))
+    assert before["after"]["firmware"]["bios"] == ["BIOS Date: 08/04/2023 Ver 1.4"]  # the plan's target
+    fresh = inventory_of(mockups, "libredfish-supermicro")
+    for item in fresh.firmware:  # the BMC reached its target; the BIOS task failed
+        if item.id == "BIOS":
+            item.version = "BIOS Date: 01/12/2023 Ver 1.2"
+    fresh.bios["attributes"]["PCIeACSCTL_1E3C"] = "Disable"
+    after = diff_after(before, build_plan(fresh, sku), fresh.bios["attributes"])
+    assert after["before"] == before["before"]
+    assert after["after"]["firmware"] == {"bmc": ["11.01.01"], "bios": ["BIOS Date: 01/12/2023 Ver 1.2"]}
+    assert after["after"]["bios"] == {"PCIeACSCTL_1E3C": "Disable"}
 
 
 def test_downgrade_refused_unless_allowed(mockups, repo_root):
