@@ -197,16 +197,29 @@ class BmcFleetSettings:
     registry_dir: str = None
 
 
+def _count(params, name, default):
+    """A pool size from ``params``: missing takes ``default``; below 1 is an error (a pool of 0 would hang or, with
+    ``or default``, silently become the default)."""
+    value = params.get(name)
+    if value is None:
+        return default
+    if int(value) < 1:
+        raise ValidationError("%s must be at least 1, got %r" % (name, value), where=name)
+    return int(value)
+
+
 def fleet_settings_kwargs(params, workers=DEFAULT_WORKERS):
     """The :class:`BmcFleetSettings` fields but ``ledger`` from module params (``fleet_argument_spec``
-    names), a missing or empty value taking the default (``workers`` threads).  Returns a dict."""
+    names), a missing or empty value taking the default (``workers`` threads).  Returns a dict.
+    Raises :class:`ValidationError` naming the option when ``workers``, ``per_bmc`` or ``max_concurrency`` is
+    below 1."""
     return {
         "username": params.get("username"), "password": params.get("password"),
         "validate_certs": params.get("validate_certs", True), "ca_path": params.get("ca_path"),
         "auth": params.get("auth") or "auto", "connect_timeout": params.get("connect_timeout") or 5.0,
         "read_timeout": params.get("read_timeout") or 30.0, "retries": params.get("retries", 2),
-        "workers": params.get("workers") or workers, "per_bmc": params.get("per_bmc") or DEFAULT_PER_BMC,
-        "max_concurrency": params.get("max_concurrency") or 4, "bmc_map": params.get("bmc_map"),
+        "workers": _count(params, "workers", workers), "per_bmc": _count(params, "per_bmc", DEFAULT_PER_BMC),
+        "max_concurrency": _count(params, "max_concurrency", 4), "bmc_map": params.get("bmc_map"),
         "optional": tuple(params.get("optional") or ()), "registry_dir": params.get("registry_dir"),
     }
 
