@@ -95,6 +95,15 @@ def test_every_seeded_defect_is_caught_where_it_belongs(first_run, repo_root):
     assert gpu_checks and all(r.status == "not_run" and "no GPU" in r.reason for r in gpu_checks)
     assert "symphony.cluster demo: gates per node" in stdout and "build/demo/report/index.html" in stdout
 
+    # the technicians' dispatch list has every stage's open problem, the bad cable included, and no healthy node
+    rows = json.loads((repo_root / "build" / "demo" / "dispatch" / "dispatch-latest.json").read_text())["rows"]
+    listed = {(r["hostname"], r["stage"], r["check"]) for r in rows}
+    assert {("gpu-r01-u10", "pre_deployment", "gpus"), ("gpu-r02-u18", "pre_deployment", "gpu_pcie_links"),
+            ("gpu-r02-u10", "provisioning", "firmware:bios"),
+            ("gpu-r01-u26 <-> gpu-r02-u02", "burn_in", "fabric_link"),
+            ("gpu-r02-u26", "cluster_validation", "telemetry_outliers")} <= listed, sorted(listed)
+    assert not {r["hostname"] for r in rows} & set(HEALTHY)
+
 
 def test_rerun_changes_no_firmware_and_gives_the_same_verdicts(first_run, repo_root):
     _stdout, summary = first_run
