@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import time
 from abc import ABC, abstractmethod
@@ -136,15 +137,37 @@ class SQLiteLedger(Ledger):
     def __init__(self, path, timeout_s=60.0):
         self.path = path
         directory = os.path.dirname(os.path.abspath(path))
-        try:
-            os.makedirs(directory, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
-            self._db.execute("PRAGMA busy_timeout = %d" % int(timeout_s * 1000))
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except (OSError, sqlite3.Error) as exc:
-            raise LedgerError("cannot open ledger: %s" % exc, where=path)
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        while True:
+            try:
+                os.makedirs(directory, exist_ok=True)
+                self._db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+                self._db.execute("PRAGMA busy_timeout = %d" % int(timeout_s * 1000))
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+                return
+            except sqlite3.OperationalError as exc:
+                # Forks opening a brand-new ledger at once: switching it to WAL needs an exclusive lock, and SQLite
+                # answers "database is locked" at once instead of calling the busy handler (it would deadlock).
+                # Retry with a jittered back-off until the timeout.
+                self._close_quietly()
+                attempt += 1
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
+                    raise LedgerError("cannot open ledger: %s" % exc, where=path)
+                time.sleep(min(0.5, 0.01 * attempt) * (0.5 + random.random()))
+            except (OSError, sqlite3.Error) as exc:
+                self._close_quietly()
+                raise LedgerError("cannot open ledger: %s" % exc, where=path)
+
+    def _close_quietly(self):
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
 
     def _migrate(self):
         self._db.execute("BEGIN IMMEDIATE")
