@@ -149,7 +149,8 @@ def run_site(console, extra_args):
            str(ROOT / "playbooks" / "site.yml")] + extra_args
     console.print("[bold]$ %s[/]" % " ".join(os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
                                               for c in cmd))
-    with open(LOG, "w", encoding="utf-8") as log:
+    # line-buffered: after a kill the log ends where the console did
+    with open(LOG, "w", encoding="utf-8", buffering=1) as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
         for line in proc.stdout:
@@ -216,9 +217,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     console = _console()
     if args.command == "down":
+        console.print("emulator: %s" % ("stopping" if PIDFILE.exists() else "not running"))
         stop_emulator()
         from symphony_lab import Lab
         Lab(root=str(ROOT / "build" / "lab")).down()
+        console.print("lab: down (namespaces, bridge, sshd and Slurm of %s removed)" % os.path.relpath(
+            ROOT / "build" / "lab", ROOT))
         return 0
     start = time.monotonic()
     DEMO.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,7 @@ def _spawn_background(args, argv):
     if os.path.exists(ready):
         os.unlink(ready)
     child_argv = [a for a in argv if a != "--background"] + ["--ready-file", ready]
-    log_path = pidfile + ".log"
+    log_path = (pidfile[:-len(".pid")] if pidfile.endswith(".pid") else pidfile) + ".log"  # emulator.pid -> emulator.log
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "symphony_emulator"] + child_argv, stdout=log, stderr=log,
                                 stdin=subprocess.DEVNULL, start_new_session=True, env=os.environ.copy())
