@@ -1,0 +1,106 @@
+"""bios_settings against a scripted BMC: only differing attributes are PATCHed, pending ones are not sent twice,
+check mode writes nothing, and after a reset only a fresh read decides (a BMC that accepts the PATCH but never
+applies it fails with both values)."""
+
+import pytest
+
+from ansible_collections.symphony.cluster.plugins.module_utils import _bios
+from ansible_collections.symphony.cluster.plugins.module_utils._errors import RedfishError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import NodeInventory
+
+BIOS = "/redfish/v1/Systems/1/Bios"
+SETTINGS = BIOS + "/SD"
+
+
+class ScriptedBmc:
+    """Current and pending attributes; a reset applies pending unless ``broken``."""
+
+    host = "bmc.test"
+
+    def __init__(self, current, pending=None, broken=False, apply_times=("OnReset", "Immediate")):
+        self.current, self.pending, self.broken, self.apply_times = dict(current), dict(pending or {}), broken, \
+            list(apply_times)
+        self.writes = []
+
+    def inventory(self, client, system_id=None, sections=()):
+        assert client is self and "bios" in sections
+        return NodeInventory(
+            systems=[{"id": "1", "uri": "/redfish/v1/Systems/1", "power_state": "On"}],
+            bios={"uri": BIOS, "attributes": dict(self.current), "settings_object": SETTINGS,
+                  "supported_apply_times": self.apply_times, "notes": []},
+            capabilities={"power_actions": ["On", "ForceOff", "GracefulRestart", "ForceRestart"],
+                          "power_target": "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"})
+
+    def get(self, path):
+        assert path == SETTINGS
+        return {"Attributes": dict(self.pending)}
+
+    def patch(self, path, body):
+        self.writes.append(("PATCH", path, body))
+        self.pending.update(body["Attributes"])
+        return {"status": 200}
+
+    def post(self, path, body):
+        self.writes.append(("POST", path, body))
+        if not self.broken:
+            self.current.update(self.pending)
+            self.pending = {}
+        return {"status": 204}
+
+
+@pytest.fixture
+def bmc(monkeypatch):
+    def make(**kwargs):
+        fake = ScriptedBmc(**kwargs)
+        monkeypatch.setattr(_bios, "read_inventory", fake.inventory)
+        return fake
+    return make
+
+
+def _apply(fake, attributes, **kwargs):
+    kwargs.setdefault("poll_s", 0)
+    return _bios.apply_bios_settings(fake, attributes, sleep=lambda s: None, **kwargs)
+
+
+def test_check_apply_check_apply(bmc):
+    fake = bmc(current={"PCIeACSCTL_1E3C": "Enable", "SMTControl": "Enabled"})
+    wanted = {"PCIeACSCTL_1E3C": "Disable", "SMTControl": "Enabled"}
+    check = _apply(fake, wanted, check_mode=True, reset=True)
+    assert check["changed"] and check["changes"] == {"PCIeACSCTL_1E3C": ["Enable", "Disable"]}
+    assert check["diff"] == {"before": {"PCIeACSCTL_1E3C": "Enable"}, "after": {"PCIeACSCTL_1E3C": "Disable"}}
+    assert fake.writes == []
+    applied = _apply(fake, wanted, reset=True)
+    assert applied["state"] == "applied" and applied["reset"] == "ForceRestart"
+    # only the differing attribute, at the apply time the service lists
+    assert fake.writes[0] == ("PATCH", SETTINGS, {"Attributes": {"PCIeACSCTL_1E3C": "Disable"},
+                                                  "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"}})
+    assert applied["diff"]["after"] == {"PCIeACSCTL_1E3C": "Disable"}  # the fresh read
+    writes = len(fake.writes)
+    for check_mode in (True, False):
+        again = _apply(fake, wanted, reset=True, check_mode=check_mode)
+        assert not again["changed"] and again["state"] == "at_target"
+    assert len(fake.writes) == writes
+
+
+def test_pending_values_are_not_sent_twice_and_no_apply_time_when_unlisted(bmc):
+    fake = bmc(current={"A": "1", "B": "1"}, pending={"A": "2"}, apply_times=())
+    out = _apply(fake, {"A": "2", "B": "2"})
+    assert out["state"] == "pending" and out["pending"] == ["A", "B"] and out["apply_time"] is None
+    assert fake.writes == [("PATCH", SETTINGS, {"Attributes": {"B": "2"}})]
+    # a rerun without reset: both already pending, nothing sent
+    again = _apply(fake, {"A": "2", "B": "2"})
+    assert not again["changed"] and again["pending"] == ["A", "B"] and len(fake.writes) == 1
+
+
+def test_values_that_never_read_back_fail_with_both(bmc):
+    fake = bmc(current={"PCIeACSCTL_1E3C": "Enable"}, broken=True)
+    ticks = iter(range(0, 10000, 100))
+    with pytest.raises(RedfishError, match=r"not applied 300s after ForceRestart: PCIeACSCTL_1E3C reads 'Enable', "
+                                           r"wanted 'Disable'"):
+        _bios.apply_bios_settings(fake, {"PCIeACSCTL_1E3C": "Disable"}, reset=True, timeout_s=300, poll_s=0,
+                                  clock=lambda: next(ticks), sleep=lambda s: None)
+
+
+def test_no_attribute_is_a_clear_error(bmc):
+    with pytest.raises(ValidationError, match="no BIOS attribute given"):
+        _apply(bmc(current={}), {})
