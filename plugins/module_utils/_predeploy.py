@@ -18,11 +18,8 @@ The stage is split in two so the judging is pure and testable with real captures
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -51,12 +48,15 @@ from ansible_collections.symphony.cluster.plugins.module_utils._ledger import op
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
 from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries
-from ansible_collections.symphony.cluster.plugins.module_utils._report import write_dispatch_latest
+from ansible_collections.symphony.cluster.plugins.module_utils._report import (
+    gate_rows,
+    sort_rows,
+    write_dispatch_latest,
+    write_rows,
+)
 from ansible_collections.symphony.cluster.plugins.module_utils._gate import (
     CheckGraph,
     CheckSpec,
-    FAIL,
-    NOT_RUN,
     PASS,
     BLOCKED,
     failed,
@@ -94,7 +94,6 @@ CHECKS = (
 )
 CHECK_NAMES = tuple(spec.name for spec in CHECKS)
 
-DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "check", "reason", "remediation")
 
 # GPU memory as BMCs report it differs from the marketing size (80 GB HBM3 -> 79.6 GiB, 81559 MiB):
 # the check accepts +-8 %, which still tells an 80 GB part from a 94 GB or 141 GB one.
@@ -978,65 +977,31 @@ def judge(node, manifest, obs, run_id, graph=None, sel_cutoff=None, now=None):
 
 
 def dispatch_rows(nodes, outcomes):
-    """Dispatch list rows for the nodes whose gate did not pass.
+    """Dispatch list rows for this run's nodes whose gate did not pass (``_report.gate_rows`` each).
 
     ``nodes``: ``{hostname: twin node}``; ``outcomes``: ``{hostname: {"gate": GateVerdict
-    dict, "results": [CheckResult dict]}}``.  One row per required check of a
-    non-passing node that is ``fail`` or ``not_run`` (its root cause); a node whose
-    gate is only ``blocked`` lists its blocked checks.  Rows are dicts with
-    :data:`DISPATCH_FIELDS`, sorted by site, rack, U, hostname.
+    dict, "results": [CheckResult dict]}}``.  Rows have ``_report.DISPATCH_FIELDS``, in rack walk order.
     """
     rows = []
     for host, out in outcomes.items():
         gate = out["gate"]
-        if gate["status"] == PASS:
-            continue
-        node = nodes.get(host, {})
-        failing = set(gate.get("failing") or [])
-        picked = [r for r in out["results"] if r["check"] in failing and r["status"] in (FAIL, NOT_RUN)]
-        if not picked:
-            picked = [r for r in out["results"] if r["check"] in failing]
-        for r in picked:
-            rows.append({
-                "site": node.get("site", ""), "rack": node.get("rack", ""), "u": node.get("u", ""),
-                "hostname": host, "serial": node.get("serial", ""), "check": r["check"],
-                "reason": r["reason"],
-                "remediation": r["remediation"] or ("rerun the stage once %s" % r["reason"]
-                                                    if r["status"] == NOT_RUN else "see the reason"),
-            })
-    rows.sort(key=lambda r: (str(r["site"]), str(r["rack"]), int(r["u"] or 0), r["hostname"], r["check"]))
-    return rows
+        if gate["status"] != PASS:
+            rows.extend(gate_rows(nodes.get(host, {}), host, STAGE, gate.get("failing") or [],
+                                  {r["check"]: r for r in out["results"]}))
+    return sort_rows(rows)
 
 
 def write_dispatch(rows, directory, run_id, latest=True):
     """Write ``dispatch-<run_id>.csv`` and ``.json`` (and, with ``latest``, ``dispatch-latest.*``) under ``directory``.
 
     With a ledger the stage writes ``dispatch-latest.*`` from it instead (``_report.write_dispatch_latest``: every
-    node and stage), so ``latest`` is only for a run without one.
-
-    Returns ``{"csv": path, "json": path}``.  Raises :class:`SymphonyError` when the
-    directory cannot be written.
+    node and stage), so ``latest`` is only for a run without one.  Returns ``{"csv": path, "json": path}`` of the
+    run's files.  Raises :class:`SymphonyError` when the directory cannot be written.
     """
-    try:
-        os.makedirs(directory, exist_ok=True)
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=DISPATCH_FIELDS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        doc = json.dumps({"run_id": run_id, "stage": STAGE, "rows": rows}, indent=2, default=str) + "\n"
-        paths = {}
-        for name in ("dispatch-%s" % run_id,) + (("dispatch-latest",) if latest else ()):
-            for ext, text in (("csv", buf.getvalue()), ("json", doc)):
-                path = os.path.join(directory, "%s.%s" % (name, ext))
-                tmp = path + ".tmp"
-                with open(tmp, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-                os.replace(tmp, path)
-                if name != "dispatch-latest":
-                    paths[ext] = path
-        return paths
-    except OSError as exc:
-        raise SymphonyError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
+    paths = write_rows(directory, "dispatch-%s" % run_id, rows, run_id=run_id, stage=STAGE)
+    if latest:
+        write_rows(directory, "dispatch-latest", rows, run_id=run_id, stage=STAGE)
+    return paths
 
 
 def scrub(value, secrets):

@@ -48,46 +48,81 @@ def _load_evidence(path):
 DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")
 
 
-def dispatch_list(ledger, nodes=None, results=None, gates=None):
-    """The fleet's current dispatch list, every stage: what a technician walks the floor with.
+def gate_rows(twin, host, stage, failing, results):
+    """Dispatch rows for one node's closed gate: the checks that closed it.
 
-    For each node and stage whose current gate did not pass, the checks that closed it (a ``fail`` or ``not_run``
-    root cause; ``blocked`` ones only when the gate names nothing else), then the fabric links burn-in convicted.
-    A check that failed without closing its gate (optional in the profile, waived) is not dispatched.  ``nodes``:
-    ``{hostname: twin node}`` for the site/rack/U/serial labels (missing ones stay empty).  Rows have
-    :data:`DISPATCH_FIELDS`, sorted by site, rack, U, stage, check.  ``results``/``gates``: already-read
-    ``current_results()``/``current_gates()`` of ``ledger``.
+    ``failing``: the verdict's ``failing`` names; ``results``: ``{check: CheckResult dict}``.  A ``fail`` or
+    ``not_run`` among them is the root cause; ``blocked`` ones are listed only when the gate names nothing else.
+    Rows have :data:`DISPATCH_FIELDS`; ``twin`` labels them (site, rack, U, serial).
     """
-    nodes = nodes or {}
-    results = ledger.current_results() if results is None else results
-    gates = ledger.current_gates() if gates is None else gates
-    by_key = {(r.node, r.stage, r.check): r for r in results}
-    rows = []
-    for host, stages in gates.items():
-        twin = nodes.get(host, {})
-        for stage, verdict in stages.items():
-            if verdict.status == "pass":
-                continue
-            picked = [by_key[(host, stage, c)] for c in verdict.failing if (host, stage, c) in by_key]
-            root = [r for r in picked if r.status in ("fail", "not_run")]
-            for res in root or picked:
-                rows.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
-                             "hostname": host, "serial": twin.get("serial"), "stage": stage, "check": res.check,
-                             "reason": res.reason,
-                             "remediation": res.remediation or ("rerun the stage once %s" % res.reason
-                                                                if res.status == "not_run" else "see the reason")})
-    rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
-    rows.sort(key=lambda d: (str(d["site"] or ""), str(d["rack"] or ""), d["u"] or 0,
+    picked = [results[c] for c in failing if c in results]
+    root = [r for r in picked if r["status"] in ("fail", "not_run")]
+    return [{"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"), "hostname": host,
+             "serial": twin.get("serial"), "stage": stage, "check": r["check"], "reason": r["reason"],
+             "remediation": r["remediation"] or ("rerun the stage once %s" % r["reason"]
+                                                 if r["status"] == "not_run" else "see the reason")}
+            for r in root or picked]
+
+
+def sort_rows(rows):
+    """Rack walk order: site, rack, U, then stage order, hostname, check (in place; returns ``rows``)."""
+    rows.sort(key=lambda d: (str(d["site"] or ""), str(d["rack"] or ""), int(d["u"] or 0),
                              STAGES.index(d["stage"]) if d["stage"] in STAGES else len(STAGES), d["hostname"],
                              d["check"]))
     return rows
 
 
+def dispatch_list(ledger, nodes=None, results=None, gates=None):
+    """The fleet's current dispatch list, every stage: what a technician walks the floor with.
+
+    For each node and stage whose current gate did not pass, :func:`gate_rows`; then the fabric links burn-in
+    convicted.  A check that failed without closing its gate (optional in the profile, waived) is not dispatched.
+    ``nodes``: ``{hostname: twin node}`` for the site/rack/U/serial labels (missing ones stay empty).  Rows have
+    :data:`DISPATCH_FIELDS`, in :func:`sort_rows` order.  ``results``/``gates``: already-read
+    ``current_results()``/``current_gates()`` of ``ledger``.
+    """
+    nodes = nodes or {}
+    results = ledger.current_results() if results is None else results
+    gates = ledger.current_gates() if gates is None else gates
+    by_key = {}
+    for res in results:
+        by_key.setdefault((res.node, res.stage), {})[res.check] = res.to_dict()
+    rows = []
+    for host, stages in gates.items():
+        for stage, verdict in stages.items():
+            if verdict.status != "pass":
+                rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing,
+                                      by_key.get((host, stage), {})))
+    rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
+    return sort_rows(rows)
+
+
+def write_rows(directory, name, rows, **doc):
+    """Write ``<name>.csv`` and ``<name>.json`` (``{**doc, "rows": rows}``) under ``directory``, each replaced
+    atomically so a technician's tool never reads half a list.  Returns ``{"csv": path, "json": path}``.
+    Raises :class:`ReportError` naming the directory when it cannot be written."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=DISPATCH_FIELDS, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    text_json = json.dumps(dict(doc, rows=rows), indent=2, default=str) + "\n"
+    paths = {}
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for ext, text in (("csv", buf.getvalue()), ("json", text_json)):
+            path = paths[ext] = os.path.join(directory, "%s.%s" % (name, ext))
+            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(path + ".tmp", path)
+    except OSError as exc:
+        raise ReportError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
+    return paths
+
+
 def write_dispatch_latest(ledger, directory, nodes=None):
     """Write ``dispatch-latest.csv`` and ``dispatch-latest.json`` (:func:`dispatch_list`) under ``directory``.
 
-    ``nodes`` label the rows; a node outside ``nodes`` keeps the labels the previous list gave it.  Each file is
-    replaced atomically, so a technician's tool never reads half a list.  Returns
+    ``nodes`` label the rows; a node outside ``nodes`` keeps the labels the previous list gave it.  Returns
     ``{"csv": path, "json": path, "rows": count}``.  Raises :class:`ReportError` naming the directory when it
     cannot be written.
     """
@@ -103,22 +138,8 @@ def write_dispatch_latest(ledger, directory, nodes=None):
         pass
     labels.update(nodes or {})
     rows = dispatch_list(ledger, labels)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=DISPATCH_FIELDS, lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    doc = json.dumps({"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows},
-                     indent=2, default=str) + "\n"
-    paths = {}
-    try:
-        os.makedirs(directory, exist_ok=True)
-        for ext, text in (("csv", buf.getvalue()), ("json", doc)):
-            path = paths[ext] = os.path.join(directory, "dispatch-latest.%s" % ext)
-            with open(path + ".tmp", "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(path + ".tmp", path)
-    except OSError as exc:
-        raise ReportError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
+    paths = write_rows(directory, "dispatch-latest", rows,
+                       generated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return dict(paths, rows=len(rows))
 
 
