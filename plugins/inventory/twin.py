@@ -176,6 +176,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     "symphony_gate": None, "symphony_gate_reason": "", "symphony_passed": []}
         for key, value in defaults.items():
             raw.set_variable("all", key, value)
+        # always present, even empty (every spare promoted), so groups['spares'] in a template never breaks
+        for name in ("spares", "promoted_spares"):
+            self.inventory.add_group(name)
         for sku, manifest in records["skus"].items():
             group = self.inventory.add_group(self._sanitize_group_name("sku_" + sku))
             raw.set_variable(group, "symphony_expected", manifest)

@@ -24,7 +24,8 @@ RESET_PREFERENCE = ("ForceRestart", "PowerCycle", "GracefulRestart")
 
 def _read(client, system_id):
     inv = read_inventory(client, system_id=system_id, sections=SECTIONS)
-    gaps = [g for g in inv.incomplete if g.get("part") == "bios"]
+    # a system_id that names no system is recorded under "systems": say that, not "no Bios resource"
+    gaps = [g for g in inv.incomplete if g.get("part") in ("systems", "bios")]
     if gaps or not inv.bios:
         why = gaps[0]["reason"] if gaps else "the system has no Bios resource"
         raise RedfishError("cannot read the BIOS attributes: %s" % why, where=client.host)
@@ -51,11 +52,19 @@ def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, s
     Returns ``{"changed", "state": "at_target"|"pending"|"applied", "changes": {name: [current, wanted]},
     "pending": [names], "diff": {"before", "after"}, "settings_object", "apply_time", "reset", "notes"}``;
     after a reset, ``after`` is the fresh read.  Raises :class:`ValidationError` for an empty ``attributes``,
+    :class:`ValidationError` for a negative ``poll_s`` or a ``timeout_s`` of 0 or less (before anything is written),
     :class:`RedfishError` when the BIOS cannot be read, the reset is refused, or (with ``reset``) a value has not
-    read back by ``timeout_s`` (both values named).
+    read back by ``timeout_s`` (both values named; ``details["changed"]`` True), or no read succeeded after the
+    reset (the last read error).  A name the BMC does not report is a change from ``None`` (the PATCH then tells
+    whether the BMC knows it).
     """
     if not attributes:
         raise ValidationError("no BIOS attribute given", where="attributes")
+    # checked before anything is written: a bad value must not surface after the reset
+    if poll_s < 0:
+        raise ValidationError("must be 0 or more, got %r" % poll_s, where="poll_s")
+    if timeout_s <= 0:
+        raise ValidationError("must be more than 0, got %r" % timeout_s, where="timeout_s")
     inv = _read(client, system_id)
     bios = inv.bios
     changes = bios_changes(attributes, bios["attributes"])
@@ -86,22 +95,28 @@ def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, s
     out["reset"] = _reset(client, inv)
     out["changed"] = True
     deadline = clock() + timeout_s
+    fresh, read_error = None, None
     while True:
         sleep(poll_s)
         try:
-            fresh = _read(client, system_id).bios["attributes"]
-        except RedfishError:
-            fresh = None  # the BMC is busy while the host reboots: keep polling
-        left = bios_changes(attributes, fresh) if fresh is not None else changes
-        if not left:
+            fresh, read_error = _read(client, system_id).bios["attributes"], None
+        except RedfishError as exc:
+            read_error = exc  # the BMC is busy while the host reboots: keep polling
+        left = bios_changes(attributes, fresh) if fresh is not None else None
+        if left == {}:
             out.update(state="applied", pending=[], diff={"before": out["diff"]["before"],
                                                           "after": {k: attribute_value(fresh.get(k))
                                                                     for k in changes}})
             return out
         if clock() >= deadline:
+            # only what a read after the reset returned counts; without one, say so (changed: the PATCH and the
+            # reset were sent)
+            if left is None:
+                raise RedfishError("could not read the BIOS in the %gs after %s: %s" % (
+                    timeout_s, out["reset"], read_error), where=client.host, details={"changed": True})
             shown = "; ".join("%s reads %r, wanted %r" % (k, v[0], v[1]) for k, v in sorted(left.items()))
             raise RedfishError("BIOS settings not applied %gs after %s: %s" % (timeout_s, out["reset"], shown),
-                               where=client.host)
+                               where=client.host, details={"changed": True})
 
 
 def _reset(client, inv):

@@ -64,7 +64,7 @@ def plan(gpus, persistence_mode=None, power_limit_w=None):
         if (low is not None and power_limit_w < low - POWER_TOLERANCE_W) or \
                 (high is not None and power_limit_w > high + POWER_TOLERANCE_W):
             raise ValidationError("GPU %d accepts a power limit of %s..%s W, not %g W" % (index, low, high, power_limit_w),
-                                  where="tunings.gpu_power_limit_w")
+                                  where="power_limit_w")
         current = gpu["power_limit_w"]
         if current is None or abs(current - power_limit_w) > POWER_TOLERANCE_W:
             changes.append({"gpu": index, "setting": "power_limit_w", "before": current, "after": power_limit_w,
@@ -104,8 +104,9 @@ def _gpu_part(persistence_mode, power_limit_w, check_mode, timeout_s):
     # Verify, don't trust: what the fresh query reads decides, not the exit codes above.
     left = plan(after, persistence_mode, power_limit_w)
     if left:
-        shown = "; ".join("GPU %d %s reads %s, wanted %s" % (c["gpu"], c["setting"], c["before"], c["after"])
-                          for c in left)
+        # nvidia-smi prints [N/A] where a GPU has no value (query_gpus keeps None)
+        shown = "; ".join("GPU %d %s reads %s, wanted %s" % (
+            c["gpu"], c["setting"], "[N/A]" if c["before"] is None else c["before"], c["after"]) for c in left)
         return {"status": "fail", "reason": "GPU tunings not applied: %s%s" % (
             shown, (" (" + "; ".join(errors) + ")") if errors else ""),
             "remediation": "run nvidia-smi by hand on the node; a power limit needs root and a supported GPU",

@@ -15,7 +15,9 @@ description:
   - With O(reset), resets the system (C(ForceRestart), else C(PowerCycle) or C(GracefulRestart); C(On) when it
     is off) and polls C(Bios) until every value reads back; a value that has not by O(timeout_s) fails the task
     with what it reads and what was wanted, whatever the PATCH answered.
-  - Without O(reset) the values stay pending until the next reset (C(state=pending)). The provisioning stage
+  - Without O(reset) the values stay pending until the next reset (C(state=pending)).
+  - An attribute name the BMC does not report shows as a change from null in check mode; the BMC's answer to the
+    PATCH (for example C(PropertyUnknown)) decides in a real run. The provisioning stage
     (M(symphony.cluster.firmware_reconcile)) does the same for the SKU's C(bios.attributes) and resets once for
     all its pending work; use this module for one-off changes.
 version_added: 0.1.0
@@ -101,6 +103,11 @@ reset:
   description: The ResetType sent, or null.
   returned: success
   type: str
+notes:
+  description: What the BMC said about its settings object (no SettingsObject, a previous apply that failed).
+  returned: success
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -137,7 +144,8 @@ def main():
                                       system_id=p["system_id"], timeout_s=p["timeout_s"], poll_s=p["poll_s"],
                                       check_mode=module.check_mode)
     except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
+        # a failure after the PATCH and the reset still changed the BMC
+        module.fail_json(changed=bool(exc.details.get("changed")), **exc.to_dict())
     for text in client.warnings:
         module.warn(text)
     diff = out.pop("diff")

@@ -16,7 +16,8 @@ description:
     again; a setting counts only when the fresh query reads it, whatever the command's exit code said.
   - Checks that the running kernel command line (C(/proc/cmdline)) has every token of the SKU's C(kernel_cmdline);
     the runtime image's boot entry sets them, so a missing token fails with the tokens named.
-  - Without C(nvidia-smi) the GPU part is C(not_run) with the reason. A power limit outside a GPU's
+  - The task fails when a part fails (C(status=fail), with C(reason) and C(parts)). Without C(nvidia-smi) the GPU
+    part is C(not_run) with the reason and the task does not fail; check C(status). A power limit outside a GPU's
     C(power.min_limit)..C(power.max_limit) fails the task before anything is changed.
 version_added: 0.1.0
 author:
@@ -118,10 +119,14 @@ def main():
                           module.check_mode, p["timeout_s"])
     except SymphonyError as exc:
         module.fail_json(**exc.to_dict())
-    changed = bool(out["changes"])
-    result = dict(out, changed=changed)
+    result = dict(out, changed=bool(out["changes"]))
     if module._diff:
         result["diff"] = _diff(out["changes"])
+    if out["status"] == "fail":
+        # a setting the fresh query does not read, or a missing kernel parameter: the task fails (a caller that
+        # only looks at the task colour must not see a pass)
+        result["msg"] = out["reason"]
+        module.fail_json(**result)
     module.exit_json(**result)
 
 

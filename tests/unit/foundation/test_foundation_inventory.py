@@ -152,6 +152,11 @@ def test_promoted_spare_leaves_the_pool_and_joins_validation_reruns(parse, demo,
     inventory = parse(demo())
     assert _members(inventory, "spares") == ["gpu-r02-u47"]
     assert _members(inventory, "promoted_spares") == ["gpu-r02-u42"]
+    ledger = _ledger.open_ledger(str(tmp_path / "ledger.sqlite"))
+    ledger.record_event("gpu-r02-u47", "spare_promoted", {"replaces": "gpu-r01-u07", "attempt": 1})
+    ledger.close()
+    emptied = parse(demo())
+    assert _members(emptied, "spares") == []  # every spare promoted: the group stays, empty
     assert inventory.get_host("gpu-r02-u42").get_vars()["symphony_promoted_for"] == "gpu-r01-u02"
     assert "symphony_promoted_for" not in inventory.get_host("gpu-r02-u47").get_vars()
     # cluster_validation.yml's default target, stage_burn_in:stage_cluster_validation:&gate_pass:!spares:

@@ -104,3 +104,31 @@ def test_values_that_never_read_back_fail_with_both(bmc):
 def test_no_attribute_is_a_clear_error(bmc):
     with pytest.raises(ValidationError, match="no BIOS attribute given"):
         _apply(bmc(current={}), {})
+
+
+def test_no_read_after_the_reset_says_so_with_the_last_error(bmc, monkeypatch):
+    """Every read after the reset fails: the error is the read's, never the pre-reset values as if read back."""
+    fake = bmc(current={"PCIeACSCTL_1E3C": "Enable"})
+    calls = {"n": 0}
+    real = fake.inventory
+
+    def flaky(client, system_id=None, sections=()):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise RedfishError("connection refused", where="bmc.test /redfish/v1")
+        return real(client, system_id, sections)
+    monkeypatch.setattr(_bios, "read_inventory", flaky)
+    ticks = iter(range(0, 10000, 100))
+    with pytest.raises(RedfishError, match=r"could not read the BIOS in the 300s after ForceRestart: .*connection "
+                                           r"refused") as info:
+        _bios.apply_bios_settings(fake, {"PCIeACSCTL_1E3C": "Disable"}, reset=True, timeout_s=300, poll_s=0,
+                                  clock=lambda: next(ticks), sleep=lambda s: None)
+    assert info.value.details == {"changed": True}
+
+
+@pytest.mark.parametrize("kwargs,where", [({"poll_s": -1}, "poll_s"), ({"timeout_s": 0}, "timeout_s")])
+def test_bad_timings_refused_before_any_write(bmc, kwargs, where):
+    fake = bmc(current={"A": "1"})
+    with pytest.raises(ValidationError) as info:
+        _bios.apply_bios_settings(fake, {"A": "2"}, reset=True, sleep=lambda s: None, **kwargs)
+    assert info.value.where == where and fake.writes == []

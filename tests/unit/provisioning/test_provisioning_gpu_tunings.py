@@ -142,7 +142,7 @@ def test_out_of_range_limit_changes_nothing(fake_smi):
     state = fake_smi([{"pm": True, "pl": 600.0}])
     with pytest.raises(ValidationError, match="not 900 W") as info:
         run_tunings(power_limit_w=900)
-    assert info.value.where == "tunings.gpu_power_limit_w"
+    assert info.value.where == "power_limit_w"
     assert all(c[0].startswith("--query-gpu") for c in state()["calls"])
 
 
@@ -196,6 +196,12 @@ PLAYBOOK = """
     - name: apply again
       symphony.cluster.gpu_tunings: *args
       register: apply2
+    - name: a kernel parameter the running kernel lacks fails the task
+      symphony.cluster.gpu_tunings:
+        kernel_cmdline: [nvme_core.multipath=N]
+        cmdline_path: {cmdline}
+      register: missing
+      ignore_errors: true
     - name: out of range fails the task, naming the field
       symphony.cluster.gpu_tunings:
         power_limit_w: 900
@@ -203,7 +209,7 @@ PLAYBOOK = """
       ignore_errors: true
     - ansible.builtin.copy:
         dest: {out}
-        content: "{{{{ dict(check1=check1, apply1=apply1, check2=check2, apply2=apply2, bad=bad) | to_json }}}}"
+        content: "{{{{ dict(check1=check1, apply1=apply1, check2=check2, apply2=apply2, bad=bad, missing=missing) | to_json }}}}"
         mode: "0644"
 """
 
@@ -230,3 +236,19 @@ def test_module_check_apply_check_apply_with_diff(fake_smi, tmp_path, repo_root)
     assert not res["check2"]["changed"] and not res["apply2"]["changed"] and res["apply2"]["status"] == "pass"
     assert state()["gpus"][1] == {"pm": True, "pl": 700.0}
     assert res["bad"]["failed"] and "not 900 W" in res["bad"]["msg"]
+    assert res["missing"]["failed"] and res["missing"]["status"] == "fail"
+    assert res["missing"]["msg"] == "kernel command line lacks nvme_core.multipath=N"
+
+
+def test_na_power_limit_that_never_sets_reads_na(fake_smi, monkeypatch):
+    """A GPU that reports [N/A] and refuses -pl: the step fails and says [N/A], not None."""
+    fake_smi([{"pm": True, "pl": 600.0}], stuck=True)
+    real = query_gpus
+
+    def na(timeout_s=60.0):
+        gpus = real(timeout_s)
+        gpus[0]["power_limit_w"] = None
+        return gpus
+    monkeypatch.setattr("ansible_collections.symphony.cluster.plugins.module_utils._gpu_tunings.query_gpus", na)
+    out = run_tunings(power_limit_w=500)
+    assert out["status"] == "fail" and "GPU 0 power_limit_w reads [N/A], wanted 500" in out["reason"]
