@@ -16,10 +16,12 @@ import time
 
 from ansible_collections.symphony.cluster.plugins.module_utils._errors import RedfishError, ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._fwplan import attribute_value, bios_changes
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import (
+    read_inventory,
+    reset_request,
+)
 
 SECTIONS = ("bios", "capabilities")
-RESET_PREFERENCE = ("ForceRestart", "PowerCycle", "GracefulRestart")
 
 
 def _read(client, system_id):
@@ -120,11 +122,7 @@ def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, s
 
 
 def _reset(client, inv):
-    """POST ComputerSystem.Reset with the first supported type; returns the type sent."""
-    caps = inv.capabilities
-    system = (inv.systems or [{}])[0]
-    actions = caps.get("power_actions") or []
-    reset = "On" if system.get("power_state") == "Off" else next(
-        (a for a in RESET_PREFERENCE if a in actions), "ForceRestart")
-    client.post(caps.get("power_target") or system["uri"] + "/Actions/ComputerSystem.Reset", {"ResetType": reset})
+    """POST ComputerSystem.Reset (:func:`reset_request`); returns the type sent."""
+    target, reset = reset_request(inv)
+    client.post(target, {"ResetType": reset})
     return reset

@@ -82,7 +82,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._redfish import (
     RedfishTaskError,
     RedfishTimeout,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory, reset_request
 from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries
 
 STAGE = "provisioning"
@@ -473,11 +473,8 @@ def runtime_boot(nd):
     else:
         target = "Pxe"
     nd.patch(system["uri"], {"Boot": {"BootSourceOverrideTarget": target, "BootSourceOverrideEnabled": "Once"}})
-    actions = nd.inv.capabilities.get("power_actions") or []
-    reset = "On" if system.get("power_state") == "Off" else next(
-        (a for a in ("ForceRestart", "PowerCycle", "GracefulRestart") if a in actions), "ForceRestart")
-    nd.post(nd.inv.capabilities.get("power_target") or system["uri"] + "/Actions/ComputerSystem.Reset",
-            {"ResetType": reset})
+    reset_target, reset = reset_request(nd.inv)
+    nd.post(reset_target, {"ResetType": reset})
     timeout = nd.settings.runtime_timeout_s or runtime.get("boot_timeout_s") or 900
     ok, text = _runtime_up(nd, started + timeout)
     evidence.update(reset=reset, seconds=round(time.monotonic() - started, 3))

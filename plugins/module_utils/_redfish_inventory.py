@@ -1021,3 +1021,21 @@ def read_inventory(client, system_id=None, sections=ALL_SECTIONS):
     _Reader(client, inv, system_id=system_id, sections=sections).run()
     inv.requests = client.requests - start
     return inv
+
+
+RESET_PREFERENCE = ("ForceRestart", "PowerCycle", "GracefulRestart")
+
+
+def reset_request(inv):
+    """``(target URI, ResetType)`` of the ``ComputerSystem.Reset`` that restarts ``inv``'s first system.
+
+    ``On`` when the system is off, else the first of :data:`RESET_PREFERENCE` the service allows
+    (``ResetType@Redfish.AllowableValues`` or its ActionInfo), else ``ForceRestart``; the target is the action's own
+    ``target``, else ``<system>/Actions/ComputerSystem.Reset`` (DSP0268 ComputerSystem schema).
+    """
+    caps = inv.capabilities
+    system = (inv.systems or [{}])[0]
+    actions = caps.get("power_actions") or []
+    reset = "On" if system.get("power_state") == "Off" else next(
+        (a for a in RESET_PREFERENCE if a in actions), "ForceRestart")
+    return caps.get("power_target") or system["uri"] + "/Actions/ComputerSystem.Reset", reset
