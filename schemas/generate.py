@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write schemas/sku.schema.json and schemas/twin.schema.json from the schema dicts in module_utils.
 
-The dicts in ``plugins/module_utils/_sku.py`` and ``_twin.py`` are the source of truth (modules ship only
+The dicts in ``plugins/module_utils/_core/sku.py`` and ``_twin.py`` are the source of truth (modules ship only
 module_utils); these JSON files are for editors and other tools.  Run from the repository root:
 
     PYTHONPATH=build/collections python schemas/generate.py          # rewrite
@@ -18,8 +18,8 @@ import json
 import os
 import sys
 
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import SKU_SCHEMA
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import TWIN_SCHEMA
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import SKU_SCHEMA
+from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import TWIN_SCHEMA
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS = {"sku.schema.json": SKU_SCHEMA, "twin.schema.json": TWIN_SCHEMA}

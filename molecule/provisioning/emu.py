@@ -12,7 +12,7 @@ import urllib.request
 from urllib.parse import urlsplit
 
 from symphony_emulator import demo_image_bytes
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 
 
 def _call(url, method, ca):

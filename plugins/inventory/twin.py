@@ -102,9 +102,9 @@ from ansible.errors import AnsibleParserError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError, TwinError
-from ansible_collections.symphony.cluster.plugins.module_utils import _schema
-from ansible_collections.symphony.cluster.plugins.module_utils import _twin_inventory
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError, TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils._core import schema as _schema
+from ansible_collections.symphony.cluster.plugins.module_utils._core import inventory as _twin_inventory
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):

@@ -112,9 +112,9 @@ notes:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils import _redfish
-from ansible_collections.symphony.cluster.plugins.module_utils._bios import apply_bios_settings
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish import client as _redfish
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.bios import apply_bios_settings
 
 
 def argument_spec():

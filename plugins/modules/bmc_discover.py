@@ -99,8 +99,8 @@ reservations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._discovery import module_bmc_discover
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.discovery import module_bmc_discover
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
 
 ARGUMENT_SPEC = {
     "lease_file": {"type": "path", "required": True},

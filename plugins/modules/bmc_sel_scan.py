@@ -102,9 +102,9 @@ failed_hosts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet import fleet_argument_spec
-from ansible_collections.symphony.cluster.plugins.module_utils._sel_scan import sel_scan
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import fleet_argument_spec
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.sel_scan import sel_scan
 
 ARGUMENT_SPEC = fleet_argument_spec(options={
     "mode": {"type": "str", "choices": ["mark", "check"], "required": True},

@@ -136,8 +136,8 @@ evidence_files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils import _burnin
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import runner as _burnin
 
 
 def main():

@@ -62,9 +62,9 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
-from ansible_collections.symphony.cluster.plugins.module_utils._provision import module_run
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import module_run
 
 ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "allow_downgrade": {"type": "bool", "default": False},

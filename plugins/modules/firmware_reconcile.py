@@ -161,9 +161,9 @@ writes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
-from ansible_collections.symphony.cluster.plugins.module_utils._provision import module_run
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import module_run
 
 ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "phase": {"type": "str", "choices": ["out_of_band", "verify"], "default": "out_of_band"},

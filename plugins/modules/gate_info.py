@@ -81,9 +81,9 @@ history:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import STAGES
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate_ops
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
 
 ARGUMENT_SPEC = {
     "ledger": {"type": "str"},

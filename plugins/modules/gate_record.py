@@ -188,9 +188,9 @@ results:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import STAGES, STATUSES
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate_ops
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES, STATUSES
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
 
 CHECK_OPTIONS = {
     "name": {"type": "str", "required": True},

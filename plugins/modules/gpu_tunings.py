@@ -91,8 +91,8 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._gpu_tunings import run_tunings
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.gpu_tunings import run_tunings
 
 ARGUMENT_SPEC = {
     "persistence_mode": {"type": "bool"},

@@ -85,9 +85,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
-from ansible_collections.symphony.cluster.plugins.module_utils import _report
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core import report as _report
 
 
 def main():

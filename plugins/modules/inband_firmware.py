@@ -65,8 +65,8 @@ results:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._inband_fw import run_inband
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.inband_fw import run_inband
 
 ARGUMENT_SPEC = {
     "steps": {"type": "list", "elements": "dict", "required": True},

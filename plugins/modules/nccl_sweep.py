@@ -170,8 +170,8 @@ node_counts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils import _transports
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as _transports
 
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},

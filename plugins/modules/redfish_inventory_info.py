@@ -82,9 +82,9 @@ requests:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils import _redfish
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish import client as _redfish
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.reader import (
     ALL_SECTIONS,
     read_inventory,
 )

@@ -151,9 +151,9 @@ wall_s:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import module_twin_audit
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import module_twin_audit
 
 ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, workers=128, options={
     "lease_file": {"type": "path"},

@@ -15,7 +15,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _burnin as B  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import runner as B  # noqa: E402
 from ansible_collections.symphony.cluster.plugins.module_utils import _sku  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 """Fabric localisation simulation: 1,024 nodes, k bad node interfaces AND k bad fabric links.
 
 Fabric: a two-tier leaf/spine Clos (32 leaves x 32 nodes, 32 spines, one uplink cable per
-leaf/spine: 1,024 uplinks) with deterministic symmetric ECMP (plugins/module_utils/_fabric.py
+leaf/spine: 1,024 uplinks) with deterministic symmetric ECMP (plugins/module_utils/_fabric/pairs.py
 LeafSpineFabric).  Faults: k random node interfaces and k random leaf-spine uplinks, deterministic
 (every test crossing a bad component fails).  Schedule: the adaptive scheduler (random perfect
 matching, suspects re-paired with known-good nodes, suspect and never-exercised links probed by
@@ -23,7 +23,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "build" / "collections"))
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _fabric as F  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import pairs as F  # noqa: E402
 
 NODES, PER_LEAF, SPINES = 1024, 32, 32
 TRIALS = int(os.environ.get("BENCH_FABRIC_TRIALS", "20"))

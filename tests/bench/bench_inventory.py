@@ -66,7 +66,8 @@ def write_twin(directory):
 
 
 def write_ledger(directory):
-    from ansible_collections.symphony.cluster.plugins.module_utils import _gate, _ledger
+    from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
+    from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
     ledger = _ledger.open_ledger(str(directory / "ledger.sqlite"))
     for n in range(0, NODES, 10):
         host = "gpu-r%03d-u%02d" % (n // PER_RACK, n % PER_RACK + 1)

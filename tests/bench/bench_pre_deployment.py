@@ -28,9 +28,9 @@ OUT = ROOT / "build" / "bench"
 WORK = OUT / "pre_deployment"
 sys.path[:0] = [str(ROOT / "build" / "collections"), str(ROOT / "tools")]
 
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import StageSettings, run_stage  # noqa: E402
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus  # noqa: E402
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin  # noqa: E402
 
 BMCS = int(os.environ.get("BENCH_PD_BMCS", "1000"))
 LATENCY_MS = float(os.environ.get("BENCH_PD_LATENCY_MS", "100"))

@@ -10,7 +10,7 @@ import pathlib
 import sys
 import time
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _outliers as ot
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import outliers as ot
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

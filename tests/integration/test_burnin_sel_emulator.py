@@ -8,7 +8,7 @@ which must not fail it), the second gets a Critical entry written while "burn-in
 import pathlib
 import re
 
-from ansible_collections.symphony.cluster.plugins.module_utils._sel_scan import sel_scan
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.sel_scan import sel_scan
 
 from symphony_emulator import Fleet
 from symphony_emulator.fleet import load_twin

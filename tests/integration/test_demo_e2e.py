@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the demo's lab hosts need root (network namespaces)")
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _transports as T
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as T
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 symphony_lab = pytest.importorskip("symphony_lab")
 

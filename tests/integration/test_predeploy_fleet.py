@@ -10,8 +10,8 @@ import pathlib
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import StageSettings, run_stage
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 
 symphony_emulator = pytest.importorskip("symphony_emulator.fleet")
 

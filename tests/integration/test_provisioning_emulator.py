@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
-from ansible_collections.symphony.cluster.plugins.module_utils._provision import ProvisionSettings, run_stage
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import ProvisionSettings, run_stage
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 
 from symphony_emulator import Fleet, demo_image_bytes
 
@@ -88,8 +88,8 @@ def test_converge_then_rerun_sends_no_write(scenario):
 
 _CHILD = r"""
 import sys
-from ansible_collections.symphony.cluster.plugins.module_utils._provision import ProvisionSettings, run_stage
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import ProvisionSettings, run_stage
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 from symphony_emulator.fleet import load_twin
 import json
 cfg = json.loads(sys.argv[1])

@@ -9,7 +9,12 @@ import pathlib
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _evict, _gate, _ledger, _mfu, _recipes, _slurm
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import evict as _evict
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
+from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import recipes as _recipes
+from ansible_collections.symphony.cluster.plugins.module_utils._host import slurm as _slurm
 
 symphony_lab = pytest.importorskip("symphony_lab")
 pytest.importorskip("torch")

@@ -1,5 +1,5 @@
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate as g
-from ansible_collections.symphony.cluster.plugins.module_utils import _ledger as lg
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as g
+from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as lg
 
 
 def test_blocked_follows_graph_and_gate_fails(ledger_path):

@@ -77,7 +77,7 @@ def stop_emulator():
 
 
 def _twin():
-    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin
     return load_twin(str(INVENTORY))
 
 
@@ -92,7 +92,7 @@ def start_lab(console, n):
 def write_images(twin):
     """The demo's firmware images: the bytes whose sha256 each manifest names (the emulator's image rule)."""
     from urllib.parse import urlsplit
-    from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
     from symphony_emulator.bmc import demo_image_bytes
     IMAGES.mkdir(parents=True, exist_ok=True)
     skus = {n["sku"] for n in twin.nodes.values()}
@@ -161,9 +161,9 @@ def run_site(console, extra_args):
 
 
 def summarise(console, wall_s, rc):
-    from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
-    from ansible_collections.symphony.cluster.plugins.module_utils._report import write_report
-    from ansible_collections.symphony.cluster.plugins.module_utils._gate import STAGES
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.report import write_report
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES
     from rich.table import Table
 
     twin = _twin()
@@ -258,7 +258,7 @@ def main(argv=None):
 
 
 def _main():
-    from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
     try:
         return main()
     except (DemoError, SymphonyError) as exc:

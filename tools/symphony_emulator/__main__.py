@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
 
 
 def _parser():

@@ -25,7 +25,7 @@ import time
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlparse
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 from symphony_emulator import tree
 from symphony_emulator.config import check_fault_values, faults_for

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file, validate_document
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.schema import load_yaml_file, validate_document
 
 _INDEX = {"type": "integer", "minimum": 1}
 

@@ -20,10 +20,10 @@ import secrets
 import tempfile
 import threading
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
-from ansible_collections.symphony.cluster.plugins.module_utils import _twin
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import Twin
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._core import twin as _twin
+from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import Twin
 
 from symphony_emulator import tls
 from symphony_emulator.bmc import BMC

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 try:
-    from ansible_collections.symphony.cluster.plugins.module_utils._errors import SymphonyError
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
 except ImportError:  # the collection is not on PYTHONPATH (e.g. `python -m symphony_lab` run by hand)
     import importlib.util
     import pathlib

@@ -2,9 +2,18 @@
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.symphony.cluster.plugins.module_utils._parsers import _dcgm, _fio, _gpu_burn, _ibstat, \
-    _kmsg, _lspci, _nvidia_smi, _power_csv, _rocm_smi, _stress_ng, _xid
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import dcgm as _dcgm
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import fio as _fio
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import gpu_burn as _gpu_burn
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import ibstat as _ibstat
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import kmsg as _kmsg
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import lspci as _lspci
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import nvidia_smi as _nvidia_smi
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import power_csv as _power_csv
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import rocm_smi as _rocm_smi
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import stress_ng as _stress_ng
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers import xid as _xid
 
 PARSERS = {
     "dcgmi-diag-3.1.0-preamble-and-nulls-dcgm.json.txt": _dcgm.parse_dcgm_diag,

@@ -2,9 +2,9 @@
 
 import time
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _burnin_checks as C
-from ansible_collections.symphony.cluster.plugins.module_utils import _telemetry_sampler as T
-from ansible_collections.symphony.cluster.plugins.module_utils._parsers._power_csv import parse_query_csv
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import checks as C
+from ansible_collections.symphony.cluster.plugins.module_utils._host import telemetry as T
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.power_csv import parse_query_csv
 
 
 def _series(power, temp=60.0, mask=0x4, gpus=(0, 1), start=0):

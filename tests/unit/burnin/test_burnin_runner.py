@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _burnin as B
-from ansible_collections.symphony.cluster.plugins.module_utils import _burnin_checks as C
-from ansible_collections.symphony.cluster.plugins.module_utils import _sku
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import compute_gate, failed, passed
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import runner as B
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import checks as C
+from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import compute_gate, failed, passed
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 FAST = {
     "cpu_stress": {"timeout_s": 30, "params": {"duration_s": 1, "workers": 1}},

@@ -15,11 +15,11 @@ import socket
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import FAIL, NOT_RUN, PASS
-from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import NodeInventory
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
-from ansible_collections.symphony.cluster.plugins.module_utils._sel_scan import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import FAIL, NOT_RUN, PASS
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import NodeInventory
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.sel_scan import (
     CHECK, NOT_CONFIGURED, judge_sel, new_entries, not_configured, observe, read_sel, sel_mark, sel_scan)
 
 _SERVER = pathlib.Path(__file__).resolve().parents[1] / "redfish" / "redfish_mockserver.py"

@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 
 from symphony_emulator.bmc import BMC
 from symphony_emulator.fleet import load_twin

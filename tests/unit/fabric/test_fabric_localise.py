@@ -2,8 +2,8 @@
 
 import random
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _fabric as F
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import pairs as F
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 
 def simulate(fabric, bad):
@@ -96,7 +96,7 @@ def test_adaptive_pair_path_retests_suspects_with_known_good_partners():
 
 
 def test_outcomes_and_link_events_go_to_the_ledger(ledger_path):
-    from ansible_collections.symphony.cluster.plugins.module_utils._gate import CheckResult
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import CheckResult
     fabric = F.PairPathFabric({"lab1": "leaf01:1", "lab2": "leaf01:2"})
     truth = {(F.LINK, "leaf01:1~leaf01:2"), (F.INTERFACE, "lab4")}
     out = F.run_schedule(NODES, simulate(fabric, truth), "round_robin", fabric)
@@ -119,8 +119,8 @@ def test_outcomes_and_link_events_go_to_the_ledger(ledger_path):
 
 
 def test_links_keyed_by_the_demo_twins_cabling(repo_root):
-    from ansible_collections.symphony.cluster.plugins.module_utils._transports import cabling_from_twin
-    from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+    from ansible_collections.symphony.cluster.plugins.module_utils._fabric.transports import cabling_from_twin
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin
     twin = load_twin(str(repo_root / "inventories" / "demo" / "demo.twin.yml"))
     nodes = list(twin.nodes)[:4]
     cabling = cabling_from_twin(twin, nodes, rail=1)

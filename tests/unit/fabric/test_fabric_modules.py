@@ -3,9 +3,9 @@ check mode and a missing launcher."""
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _transports as T
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as T
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 A100 = "nccl-tests-all_reduce_perf-8xA100-superbench.txt"
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _nccl as N
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._host import nccl as N
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError, ValidationError
 
 A100 = "nccl-tests-all_reduce_perf-8xA100-superbench.txt"
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.symphony.cluster.plugins.module_utils._parsers._ib_write_bw import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.ib_write_bw import (
     MBS_TO_GBITS, parse_ib_write_bw)
-from ansible_collections.symphony.cluster.plugins.module_utils._parsers._iperf3 import parse_iperf3_json
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.iperf3 import parse_iperf3_json
 
 
 def test_ib_write_bw_interleaved_loopback(tool_outputs):

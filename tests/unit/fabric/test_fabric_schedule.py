@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _fabric as F
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import pairs as F
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 
 def _disjoint(rounds):

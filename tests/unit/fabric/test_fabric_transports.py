@@ -4,10 +4,10 @@ import shutil
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _fabric as F
-from ansible_collections.symphony.cluster.plugins.module_utils import _transports as T
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import pairs as F
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as T
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 
 def test_ssh_launcher_argv():

@@ -4,10 +4,10 @@ import os
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate as g
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate_ops
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import GateError
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as g
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import GateError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 # The pre-deployment chain: reach -> login -> {gpus, firmware}; sel independent of login order-wise.
 CHECKS = [

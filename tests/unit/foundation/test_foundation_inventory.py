@@ -8,7 +8,9 @@ import pytest
 import yaml
 
 from ansible_collections.symphony.cluster.plugins.inventory import twin as twin_plugin
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate, _gate_ops, _ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
+from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
 
 NAME = "symphony.cluster.twin"
 

@@ -5,9 +5,9 @@ import sqlite3
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _ledger
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import LedgerError
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import CheckResult, GateVerdict
+from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import LedgerError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import CheckResult, GateVerdict
 
 WRITERS, BATCHES, ROWS = 8, 25, 6
 PAYLOAD = "x" * 2000  # big enough that a torn write would show

@@ -7,9 +7,10 @@ import jsonschema
 import pytest
 import yaml
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _sku, _twin
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError, TwinError
-from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
+from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
+from ansible_collections.symphony.cluster.plugins.module_utils._core import twin as _twin
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError, TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.schema import load_yaml_file
 
 
 def test_schema_files_in_sync(repo_root):
@@ -84,7 +85,7 @@ def test_duplicate_sku_across_files(tmp_path, repo_root):
 ])
 def test_fast_path_rejects_what_jsonschema_rejects(manifest, mutate):
     """The fastjsonschema accelerator may never accept a document jsonschema rejects."""
-    from ansible_collections.symphony.cluster.plugins.module_utils import _schema
+    from ansible_collections.symphony.cluster.plugins.module_utils._core import schema as _schema
     fast = _schema._fast_validator(_sku.SKU_SCHEMA)
     if fast is None:
         pytest.skip("fastjsonschema not installed: jsonschema alone validates")

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _sku
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError
+from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
 
 CAPTURES = {
     "hgx_h100_supermicro": "libredfish-supermicro",

@@ -4,10 +4,10 @@ import copy
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _twin
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import TwinError
-from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
-from ansible_collections.symphony.cluster.plugins.module_utils._twin_inventory import TWIN_KEYS
+from ansible_collections.symphony.cluster.plugins.module_utils._core import twin as _twin
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.schema import load_yaml_file
+from ansible_collections.symphony.cluster.plugins.module_utils._core.inventory import TWIN_KEYS
 
 SKUS = ("hgx_h100_supermicro", "dgx_h100")
 

@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _sku, _twin
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError, TwinError
-from ansible_collections.symphony.cluster.plugins.module_utils._schema import load_yaml_file
+from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
+from ansible_collections.symphony.cluster.plugins.module_utils._core import twin as _twin
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError, TwinError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.schema import load_yaml_file
 
 SKUS = ("hgx_h100_supermicro",)
 

@@ -10,13 +10,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import BLOCKED, FAIL, NOT_RUN, PASS
-from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import BLOCKED, FAIL, NOT_RUN, PASS
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import (
     Component, FirmwareItem, NodeInventory, Reading, SelEntry)
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import (
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import (
     CHECKS, Observation, check_graph, judge, missing_slots, model_matches, parse_cutoff, validate_service_root)
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_manifest
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_manifest
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc).timestamp()
 NODE = {"hostname": "gpu-r01-u02", "site": "demo", "rack": "r01", "u": 2, "sku": "hgx_h100_supermicro",

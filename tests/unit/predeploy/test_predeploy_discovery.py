@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._discovery import (
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.discovery import (
     LeaseIndex,
     discover_node,
     isc_host_reservation,
@@ -19,7 +19,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._discovery import
     render_reservations,
     tcp_reachable,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError, ValidationError
 
 # A dhcpd.leases as ISC dhcpd 4.4 writes it (dhcpd.leases(5)): header comments, authoring-byte-order,
 # server-duid, a lease renewed twice (later stanza wins), a freed lease, a dynamic host, a uid with

@@ -9,11 +9,11 @@ requests; member by member it costs 157; the normalised inventory and every chec
 import pytest
 import requests_mock
 
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import (
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import (
     StageSettings, audit_client, check_graph, judge, observe_node, parse_cutoff)
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_skus
-from ansible_collections.symphony.cluster.plugins.module_utils._twin import load_twin
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin
 
 from symphony_emulator.bmc import BMC
 from symphony_emulator.tree import Spec

@@ -10,10 +10,10 @@ Systems/DGX/Storage collection has no Members, the Cray Reset action offers On/F
 import importlib.util
 import pathlib
 
-from ansible_collections.symphony.cluster.plugins.module_utils._gate import BLOCKED, FAIL, NOT_RUN, PASS
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import BLOCKED, FAIL, NOT_RUN, PASS
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import (
     StageSettings, check_graph, judge, observe_node, parse_cutoff)
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_manifest
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_manifest
 
 _SERVER = pathlib.Path(__file__).resolve().parents[1] / "redfish" / "redfish_mockserver.py"
 PASSWORD = "s3cr3t-Passw0rd"

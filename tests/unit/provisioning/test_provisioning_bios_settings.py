@@ -4,9 +4,9 @@ applies it fails with both values)."""
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _bios
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import RedfishError, ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import NodeInventory
+from ansible_collections.symphony.cluster.plugins.module_utils._provision import bios as _bios
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import RedfishError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import NodeInventory
 
 BIOS = "/redfish/v1/Systems/1/Bios"
 SETTINGS = BIOS + "/SD"

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError, ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._gpu_tunings import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.gpu_tunings import (
     missing_cmdline, plan, query_gpus, run_tunings)
 
 FAKE = textwrap.dedent('''\
@@ -249,6 +249,6 @@ def test_na_power_limit_that_never_sets_reads_na(fake_smi, monkeypatch):
         gpus = real(timeout_s)
         gpus[0]["power_limit_w"] = None
         return gpus
-    monkeypatch.setattr("ansible_collections.symphony.cluster.plugins.module_utils._gpu_tunings.query_gpus", na)
+    monkeypatch.setattr("ansible_collections.symphony.cluster.plugins.module_utils._provision.gpu_tunings.query_gpus", na)
     out = run_tunings(power_limit_w=500)
     assert out["status"] == "fail" and "GPU 0 power_limit_w reads [N/A], wanted 500" in out["reason"]

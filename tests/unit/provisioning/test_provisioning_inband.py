@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError
-from ansible_collections.symphony.cluster.plugins.module_utils._inband_fw import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.inband_fw import (
     parse_flint_query, parse_mlxfwmanager_query, parse_nvfwupd_show_version, parse_nvme_fw_log, parse_nvme_list,
     run_inband)
 

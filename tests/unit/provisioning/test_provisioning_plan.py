@@ -11,14 +11,14 @@ import pathlib
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ManifestError
-from ansible_collections.symphony.cluster.plugins.module_utils._fwplan import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.fwplan import (
     FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, UPDATE, build_plan, compare_versions, diff_after, diff_of, format_plan,
     members_of)
-from ansible_collections.symphony.cluster.plugins.module_utils._inventory_model import FirmwareItem, NodeInventory
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish import RedfishClient
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish_inventory import read_inventory
-from ansible_collections.symphony.cluster.plugins.module_utils._sku import load_manifest
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import FirmwareItem, NodeInventory
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.reader import read_inventory
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_manifest
 
 _SERVER = pathlib.Path(__file__).resolve().parents[1] / "redfish" / "redfish_mockserver.py"
 _CACHE = {}

@@ -5,7 +5,7 @@ import json
 import pytest
 import requests
 
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish import (
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import (
     RedfishAuthError,
     RedfishClient,
     RedfishConnectionError,
@@ -16,7 +16,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._redfish import (
     RedfishTimeout,
     parse_retry_after,
 )
-from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.registries import MessageRegistries
 
 from .redfish_mockserver import BASE, MockupBMC
 

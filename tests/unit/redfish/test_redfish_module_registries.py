@@ -6,7 +6,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.symphony.cluster.plugins.module_utils._registries import MessageRegistries, parse_message_id
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.registries import MessageRegistries, parse_message_id
 from ansible_collections.symphony.cluster.plugins.modules import redfish_inventory_info
 
 from .redfish_mockserver import BASE, MockupBMC

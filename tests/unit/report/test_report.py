@@ -3,9 +3,9 @@
 import json
 import xml.etree.ElementTree as ET
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _gate as g
-from ansible_collections.symphony.cluster.plugins.module_utils._ledger import open_ledger
-from ansible_collections.symphony.cluster.plugins.module_utils import _report
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as g
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core import report as _report
 
 TWIN = {"n1": {"site": "s", "rack": "r01", "u": 2, "serial": "S1", "sku": "x"},
         "n2": {"site": "s", "rack": "r01", "u": 10, "serial": "S2", "sku": "x"}}

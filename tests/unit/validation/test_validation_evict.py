@@ -4,9 +4,13 @@ import json
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _evict, _handoff, _ledger, _gate
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils import _mfu, _outliers
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import evict as _evict
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import handoff as _handoff
+from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import outliers as _outliers
 
 SCALES = [_evict.Scale("smoke", "fp32", 20.0, nodes=2), _evict.Scale("smoke", "fp32", 20.0, nodes=None)]
 
@@ -142,7 +146,7 @@ SCONTROL_NODES = "\n".join(
 
 
 def _lab_nodes():
-    from ansible_collections.symphony.cluster.plugins.module_utils import _slurm
+    from ansible_collections.symphony.cluster.plugins.module_utils._host import slurm as _slurm
     return _slurm.Slurm(run=lambda argv, env=None, timeout=60: (0, SCONTROL_NODES, "")).node_states()
 
 

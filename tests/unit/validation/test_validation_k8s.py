@@ -5,8 +5,8 @@ import copy
 import jsonschema
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _k8s_render as k8s
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import k8s_render as k8s
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 JOB = {"name": "cv-llama3-8b", "namespace": "validation", "image": "ghcr.io/pytorch/torchtitan:2026.11",
        "nodes": 4, "gpus_per_node": 8, "module": True, "program": "torchtitan.train",

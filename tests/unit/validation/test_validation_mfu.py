@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _mfu
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 
 def _rows(shared):

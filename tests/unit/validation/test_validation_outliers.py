@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _outliers as ot
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import outliers as ot
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
 
 
 def test_512_gpu_trace_finds_exactly_node40_gpu7():
@@ -100,7 +100,7 @@ def test_dcgm_exporter_scrape():
 
 
 def test_no_local_gpu_is_tool_not_found():
-    from ansible_collections.symphony.cluster.plugins.module_utils._errors import ToolNotFoundError
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ToolNotFoundError
     with pytest.raises(ToolNotFoundError, match="no GPU telemetry source: nvml"):
         ot.sample_local(1, 0, "lab1")
 

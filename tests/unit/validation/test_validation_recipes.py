@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _mfu, _recipes
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import ParseError
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import recipes as _recipes
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
 
 # Lines as torchtitan's MetricsProcessor.log prints them (colours included), and its start-up lines.
 TITAN = "\n".join([

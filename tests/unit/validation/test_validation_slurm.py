@@ -6,8 +6,8 @@ import subprocess
 import jinja2
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils import _slurm
-from ansible_collections.symphony.cluster.plugins.module_utils._errors import SchedulerError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._host import slurm as _slurm
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SchedulerError, ValidationError
 
 RUNNING = ("JobId=7 JobName=cv-smoke UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 Nice=0 Account=(null) "
            "QOS=(null) JobState=RUNNING Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 "
@@ -87,7 +87,7 @@ def test_sbatch_refusal_is_scheduler_error():
 
 
 def test_missing_client_is_tool_not_found():
-    from ansible_collections.symphony.cluster.plugins.module_utils._errors import ToolNotFoundError
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ToolNotFoundError
     with pytest.raises(ToolNotFoundError, match="not installed"):
         _slurm.run_command(["sbatch-does-not-exist", "--version"])
 

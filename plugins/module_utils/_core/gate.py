@@ -1,0 +1,294 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gate model shared by every stage (DESIGN.md, "The gate model").
+
+A check result is ``{node, stage, check, status, reason, expected, observed,
+remediation, evidence, started, finished, run_id}``; ``status`` is one of
+``pass``, ``fail``, ``blocked``, ``not_run``.  Checks declare dependencies;
+``blocked`` is derived from that graph, never guessed.  A stage gate passes only
+when every required check passes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field, asdict
+
+from .errors import (
+    GateError,
+    SymphonyError,
+)
+
+PASS = "pass"
+FAIL = "fail"
+BLOCKED = "blocked"
+NOT_RUN = "not_run"
+STATUSES = (PASS, FAIL, BLOCKED, NOT_RUN)
+
+STAGES = ("pre_deployment", "provisioning", "burn_in", "cluster_validation", "fleet_audit")
+# The stage whose gate must have passed before a node may enter a stage.
+PREVIOUS_STAGE = {
+    "pre_deployment": None,
+    "provisioning": "pre_deployment",
+    "burn_in": "provisioning",
+    "cluster_validation": "burn_in",
+    "fleet_audit": "cluster_validation",
+}
+
+
+def new_run_id(prefix="run"):
+    """Return a sortable unique run id such as ``run-20261129T153501-1a2b3c4d``."""
+    return "%s-%s-%s" % (prefix, time.strftime("%Y%m%dT%H%M%S", time.gmtime()), uuid.uuid4().hex[:8])
+
+
+@dataclass
+class Outcome:
+    """What a check function returns: status plus the words that explain it."""
+
+    status: str
+    reason: str = ""
+    expected: object = None
+    observed: object = None
+    remediation: str = ""
+    evidence: dict = field(default_factory=dict)
+
+
+def passed(observed=None, expected=None, reason="", evidence=None):
+    """Outcome for a check that ran and met its criterion."""
+    return Outcome(PASS, reason, expected, observed, "", evidence or {})
+
+
+def failed(reason, remediation="", observed=None, expected=None, evidence=None):
+    """Outcome for a check that ran and did not meet its criterion.
+
+    ``reason`` must say what differed in the field's words; ``remediation`` what
+    a technician or the automation does next.
+    """
+    if not reason:
+        raise GateError("a failed check needs a reason")
+    return Outcome(FAIL, reason, expected, observed, remediation, evidence or {})
+
+
+def not_run(reason, evidence=None):
+    """Outcome for a check not run for a reason of its own (tool absent, not applicable)."""
+    if not reason:
+        raise GateError("a not_run check needs a reason")
+    return Outcome(NOT_RUN, reason, None, None, "", evidence or {})
+
+
+@dataclass
+class CheckResult:
+    """One ledger row.  ``started``/``finished`` are UNIX seconds (float)."""
+
+    node: str
+    stage: str
+    check: str
+    status: str
+    reason: str = ""
+    expected: object = None
+    observed: object = None
+    remediation: str = ""
+    evidence: dict = field(default_factory=dict)
+    started: float = 0.0
+    finished: float = 0.0
+    run_id: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise GateError("status %r is not one of %s" % (self.status, ", ".join(STATUSES)),
+                            where="%s/%s/%s" % (self.node, self.stage, self.check))
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        known = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+        if known.get("evidence") is None:
+            known["evidence"] = {}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check of a stage: its name, what it depends on, whether the gate requires it."""
+
+    name: str
+    depends_on: tuple = ()
+    required: bool = True
+    description: str = ""
+
+
+class CheckGraph:
+    """A stage's checks and their dependency graph.
+
+    Raises :class:`GateError` on a dependency that names no check, or on a cycle.
+    """
+
+    def __init__(self, stage, specs):
+        self.stage = stage
+        self.specs = {}
+        for spec in specs:
+            if spec.name in self.specs:
+                raise GateError("check %r declared twice" % spec.name, where=stage)
+            self.specs[spec.name] = spec
+        for spec in self.specs.values():
+            for dep in spec.depends_on:
+                if dep not in self.specs:
+                    raise GateError("check %r depends on unknown check %r" % (spec.name, dep), where=stage)
+        self._order = self._topological()
+
+    def _topological(self):
+        order, state = [], {}
+
+        def visit(name, path):
+            mark = state.get(name)
+            if mark == "done":
+                return
+            if mark == "active":
+                raise GateError("dependency cycle: %s" % " -> ".join(path + [name]), where=self.stage)
+            state[name] = "active"
+            for dep in self.specs[name].depends_on:
+                visit(dep, path + [name])
+            state[name] = "done"
+            order.append(name)
+
+        # Declaration order is kept among independent checks so output reads as declared.
+        for name in self.specs:
+            visit(name, [])
+        return order
+
+    def order(self):
+        """Check names in an order where every dependency comes first."""
+        return list(self._order)
+
+    def with_required(self, optional=()):
+        """Return a copy where the checks named in ``optional`` are not required by the gate."""
+        optional = set(optional)
+        unknown = optional - set(self.specs)
+        if unknown:
+            raise GateError("optional checks %s are not checks of this stage" % sorted(unknown), where=self.stage)
+        return CheckGraph(self.stage, [
+            CheckSpec(s.name, s.depends_on, s.required and s.name not in optional, s.description)
+            for s in self.specs.values()
+        ])
+
+    def blocking_dependencies(self, name, statuses):
+        """Dependencies of ``name`` whose status (from ``statuses``) is not ``pass``."""
+        return [(dep, statuses.get(dep, NOT_RUN)) for dep in self.specs[name].depends_on
+                if statuses.get(dep) != PASS]
+
+    def run(self, node, run_id, functions, context=None, clock=time.time):
+        """Run every check in dependency order and return a list of :class:`CheckResult`.
+
+        ``functions`` maps check name to ``callable(context) -> Outcome``.  A check
+        whose dependency did not pass is ``blocked`` naming that dependency and is
+        not called.  A :class:`SymphonyError` raised by a check function makes that
+        check ``fail`` with the error's message (the node goes on; other nodes are
+        unaffected).  A check with no function is ``not_run``.
+        """
+        statuses, results = {}, []
+        for name in self._order:
+            start = clock()
+            blockers = self.blocking_dependencies(name, statuses)
+            if blockers:
+                outcome = Outcome(BLOCKED, "blocked by %s" % ", ".join("%s (%s)" % b for b in blockers))
+            elif name not in functions:
+                outcome = not_run("no implementation of this check for this node")
+            else:
+                try:
+                    outcome = functions[name](context)
+                except SymphonyError as exc:
+                    outcome = Outcome(FAIL, str(exc), remediation=getattr(exc, "remediation", "") or
+                                      "investigate the error above and rerun the stage")
+                if not isinstance(outcome, Outcome):
+                    raise GateError("check %r returned %r, not an Outcome" % (name, type(outcome).__name__),
+                                    where=self.stage)
+            statuses[name] = outcome.status
+            results.append(CheckResult(node=node, stage=self.stage, check=name, status=outcome.status,
+                                       reason=outcome.reason, expected=outcome.expected,
+                                       observed=outcome.observed, remediation=outcome.remediation,
+                                       evidence=outcome.evidence, started=start, finished=clock(),
+                                       run_id=run_id))
+        return results
+
+
+def derive_blocked(graph, results):
+    """Recompute ``blocked`` from the graph for results recorded elsewhere.
+
+    ``results`` is a list of :class:`CheckResult` for one node and stage.  Any
+    result whose dependency did not pass becomes ``blocked`` naming it; a result
+    marked ``blocked`` whose dependencies all passed is an inconsistency and raises
+    :class:`GateError`.  Returns a new list in graph order.
+    """
+    by_name = {r.check: r for r in results}
+    statuses, out = {}, []
+    for name in graph.order():
+        res = by_name.get(name)
+        if res is None:
+            continue
+        blockers = graph.blocking_dependencies(name, statuses)
+        if blockers:
+            res = CheckResult(**dict(res.to_dict(), status=BLOCKED,
+                                     reason="blocked by %s" % ", ".join("%s (%s)" % b for b in blockers)))
+        elif res.status == BLOCKED:
+            raise GateError("check %r is blocked but all of its dependencies passed" % name,
+                            where="%s/%s" % (res.node, graph.stage))
+        statuses[name] = res.status
+        out.append(res)
+    return out
+
+
+@dataclass
+class GateVerdict:
+    """A stage gate for one node: ``status`` and the checks that kept it closed."""
+
+    node: str
+    stage: str
+    status: str
+    reason: str
+    failing: list = field(default_factory=list)
+    waived: list = field(default_factory=list)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def compute_gate(graph, results, waivers=()):
+    """Gate of one node for one stage.
+
+    ``results``: current :class:`CheckResult` per check (latest wins).  ``waivers``:
+    check names an operator waived (ledger records, never edits).
+    Precedence: any required ``fail`` → ``fail``; else any required ``blocked`` →
+    ``blocked``; else any required ``not_run`` or missing → ``not_run``; else ``pass``.
+    """
+    if not results:
+        raise GateError("no check results to gate on", where=graph.stage)
+    node = results[0].node
+    by_name = {r.check: r for r in results}
+    waivers = set(waivers)
+    buckets = {FAIL: [], BLOCKED: [], NOT_RUN: []}
+    waived = []
+    for name in graph.order():
+        spec = graph.specs[name]
+        if not spec.required:
+            continue
+        res = by_name.get(name)
+        status = res.status if res else NOT_RUN
+        if status == PASS:
+            continue
+        if name in waivers:
+            waived.append(name)
+            continue
+        buckets[status].append((name, res.reason if res else "no result recorded"))
+    for status in (FAIL, BLOCKED, NOT_RUN):
+        if buckets[status]:
+            names = [name for name, _reason in buckets[status]]
+            first = buckets[status][0]
+            reason = "%s: %s" % (first[0], first[1])
+            if len(names) > 1:
+                reason += " (and %d more: %s)" % (len(names) - 1, ", ".join(names[1:]))
+            return GateVerdict(node, graph.stage, status, reason, names, waived)
+    return GateVerdict(node, graph.stage, PASS, "all required checks passed", [], waived)

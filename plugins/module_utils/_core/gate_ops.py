@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Logic of the ``gate_record`` and ``gate_info`` modules.
+
+:func:`evaluate` is pure (check results + graph -> derived results and gate), so check mode returns exactly
+what a real run would record; :func:`record` appends it to the ledger; :func:`read` reads the current view.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from .errors import GateError
+from .gate import (
+    CheckGraph,
+    CheckResult,
+    CheckSpec,
+    STAGES,
+    compute_gate,
+    derive_blocked,
+    new_run_id,
+)
+from .ledger import default_ledger_path, open_ledger
+
+
+def _exists(location):
+    """Whether the ledger at ``location`` already exists (URL backends are assumed to)."""
+    location = location or default_ledger_path()
+    path = location[len("sqlite:///"):] if location.startswith("sqlite:///") else location
+    return "://" in path or os.path.exists(path)
+
+
+def evaluate(node, stage, checks, run_id, optional=(), waivers=(), clock=time.time):
+    """Derive ``blocked`` from the checks' graph and compute the gate; writes nothing.
+
+    ``checks``: list of dicts ``{name, status, reason, expected, observed, remediation, evidence, depends_on,
+    required, started, finished}`` (``name`` and ``status`` required; times in UNIX seconds).  ``optional``:
+    check names the gate does not require (the SKU's ``gates.<profile>.<stage>.optional``); names that are not
+    among ``checks`` are ignored, since a SKU may list checks a given run does not carry.  ``waivers``: waived
+    check names.  A check reported ``blocked`` whose dependencies all passed, a dependency on an unknown check,
+    or a cycle raises :class:`GateError`.  Returns ``(results, verdict)``: :class:`CheckResult` list in graph
+    order and the :class:`GateVerdict`.
+    """
+    if stage not in STAGES:
+        raise GateError("unknown stage %r (one of %s)" % (stage, ", ".join(STAGES)), where=node)
+    if not checks:
+        raise GateError("no checks given", where="%s/%s" % (node, stage))
+    optional = set(optional or ())
+    specs, results, now = [], [], clock()
+    for index, check in enumerate(checks):
+        name = check.get("name")
+        if not name:
+            raise GateError("checks[%d] has no name" % index, where="%s/%s" % (node, stage))
+        specs.append(CheckSpec(name, tuple(check.get("depends_on") or ()),
+                               bool(check.get("required", True)) and name not in optional))
+        results.append(CheckResult(
+            node=node, stage=stage, check=name, status=check.get("status"), reason=check.get("reason") or "",
+            expected=check.get("expected"), observed=check.get("observed"),
+            remediation=check.get("remediation") or "", evidence=check.get("evidence") or {},
+            started=float(check.get("started") or now), finished=float(check.get("finished") or now),
+            run_id=run_id))
+    graph = CheckGraph(stage, specs)
+    derived = derive_blocked(graph, results)
+    verdict = compute_gate(graph, derived, waivers)
+    return derived, verdict
+
+
+def gate_record(params, check_mode):
+    """Run ``gate_record``: evaluate, then (unless ``check_mode``) append waivers, results and the gate.
+
+    ``params`` are the module's: ledger, node, stage, checks, run_id, optional, waive.  Returns the module
+    result dict (``changed`` is true when rows were appended).  Raises :class:`SymphonyError` subclasses.
+    """
+    node, stage = params["node"], params["stage"]
+    run_id = params.get("run_id") or new_run_id()
+    waive = params.get("waive") or []
+    ledger = None
+    try:
+        waived = []
+        if _exists(params.get("ledger")):
+            ledger = open_ledger(params.get("ledger"))
+            waived = ledger.waivers(node, stage)
+        waived += [w["check"] for w in waive]
+        results, verdict = evaluate(node, stage, params["checks"], run_id, params.get("optional") or (), waived)
+        if not check_mode:
+            if ledger is None:
+                ledger = open_ledger(params.get("ledger"))
+            for item in waive:
+                ledger.record_waiver(node, stage, item["check"], item["who"], item["why"])
+            ledger.record_results(results)
+            ledger.record_gate(verdict, run_id)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    return {"changed": not check_mode, "recorded": not check_mode, "run_id": run_id,
+            "gate": verdict.to_dict(), "results": [r.to_dict() for r in results]}
+
+
+def gate_info(params):
+    """Run ``gate_info``: current results, gates and positions (and history when asked), filtered.
+
+    A ledger that does not exist yet reads as empty and is not created.
+    """
+    node, stage = params.get("node"), params.get("stage")
+    empty = {"changed": False, "results": [], "gates": {}, "positions": {}}
+    if params.get("history"):
+        empty["history"] = []
+    if not _exists(params.get("ledger")):
+        return empty
+    ledger = open_ledger(params.get("ledger"))
+    try:
+        results = ledger.current_results(node=node, stage=stage)
+        gates = ledger.current_gates(node)
+        out = dict(empty, results=[r.to_dict() for r in results])
+        for name, by_stage in gates.items():
+            out["gates"][name] = {s: v.to_dict() for s, v in by_stage.items() if stage is None or s == stage}
+            furthest = [s for s in STAGES if s in by_stage][-1]
+            out["positions"][name] = {"stage": furthest, "gate": by_stage[furthest].status,
+                                      "reason": by_stage[furthest].reason}
+        if params.get("history"):
+            if not node:
+                raise GateError("history needs a node", where="gate_info")
+            out["history"] = [r.to_dict() for r in ledger.history(node, stage=stage, check=params.get("check"))]
+        return out
+    finally:
+        ledger.close()

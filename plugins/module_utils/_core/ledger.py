@@ -1,0 +1,314 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ledger: append-only check results, gates, waivers and events with history.
+
+Callers use :func:`open_ledger` and the :class:`Ledger` interface only; the
+storage backend (SQLite here, PostgreSQL later) is chosen by the URL, so adding
+a backend touches no caller.  Rows are never updated or deleted: the current
+view is the latest row per key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import time
+from abc import ABC, abstractmethod
+
+from .errors import LedgerError
+from .gate import (
+    CheckResult,
+    GateVerdict,
+    STAGES,
+)
+
+DEFAULT_LEDGER_ENV = "SYMPHONY_LEDGER"
+
+
+def default_ledger_path():
+    """``$SYMPHONY_LEDGER`` if set, else ``~/.local/share/symphony/ledger.sqlite``."""
+    env = os.environ.get(DEFAULT_LEDGER_ENV)
+    if env:
+        return env
+    return os.path.join(os.path.expanduser("~"), ".local", "share", "symphony", "ledger.sqlite")
+
+
+class Ledger(ABC):
+    """Storage-independent ledger interface."""
+
+    @abstractmethod
+    def record_results(self, results):
+        """Append a list of :class:`CheckResult`; all or nothing."""
+
+    @abstractmethod
+    def record_gate(self, verdict, run_id):
+        """Append a :class:`GateVerdict` for ``run_id``."""
+
+    @abstractmethod
+    def record_waiver(self, node, stage, check, who, why):
+        """Append an operator's waiver of ``check`` for ``node`` at ``stage``."""
+
+    @abstractmethod
+    def record_event(self, node, kind, data):
+        """Append a free-form event (drain, eviction, replacement) as JSON ``data``."""
+
+    @abstractmethod
+    def current_results(self, node=None, stage=None):
+        """Latest :class:`CheckResult` per (node, stage, check), filtered."""
+
+    @abstractmethod
+    def history(self, node, stage=None, check=None):
+        """Every recorded result for ``node`` (oldest first)."""
+
+    @abstractmethod
+    def current_gates(self, node=None):
+        """``{node: {stage: GateVerdict}}``: the latest gate per node and stage."""
+
+    @abstractmethod
+    def waivers(self, node, stage):
+        """Check names waived for ``node`` at ``stage``."""
+
+    @abstractmethod
+    def events(self, node=None, kind=None):
+        """Events as dicts ``{node, kind, data, recorded_at}`` (oldest first)."""
+
+    def node_position(self, node):
+        """``(stage, gate_status)`` of the node's furthest gated stage, or ``(None, None)``."""
+        gates = self.current_gates(node).get(node, {})
+        for stage in reversed(STAGES):
+            if stage in gates:
+                return stage, gates[stage].status
+        return None, None
+
+    def close(self):
+        """Release resources."""
+
+
+# Each migration moves the schema one version up; never edit a released one.
+_MIGRATIONS = [
+    """
+    CREATE TABLE results (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL, node TEXT NOT NULL, stage TEXT NOT NULL, check_name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pass','fail','blocked','not_run')),
+        reason TEXT, expected TEXT, observed TEXT, remediation TEXT, evidence TEXT,
+        started REAL, finished REAL, recorded_at REAL NOT NULL);
+    CREATE INDEX results_key ON results (node, stage, check_name, id);
+    CREATE TABLE gates (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL, node TEXT NOT NULL, stage TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pass','fail','blocked','not_run')),
+        reason TEXT, failing TEXT, waived TEXT, recorded_at REAL NOT NULL);
+    CREATE INDEX gates_key ON gates (node, stage, id);
+    CREATE TABLE waivers (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        node TEXT NOT NULL, stage TEXT NOT NULL, check_name TEXT NOT NULL,
+        who TEXT NOT NULL, why TEXT NOT NULL, recorded_at REAL NOT NULL);
+    """,
+    """
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        node TEXT, kind TEXT NOT NULL, data TEXT, recorded_at REAL NOT NULL);
+    CREATE INDEX events_key ON events (node, kind, id);
+    """,
+]
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def _dumps(value):
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _loads(text):
+    return json.loads(text) if text not in (None, "") else None
+
+
+class SQLiteLedger(Ledger):
+    """SQLite backend.  Safe with many Ansible forks writing at once.
+
+    WAL mode lets readers run beside one writer; every write is one
+    ``BEGIN IMMEDIATE`` transaction so concurrent forks queue on the lock
+    (``busy_timeout``) instead of failing, and a batch is never half-written.
+    """
+
+    def __init__(self, path, timeout_s=60.0):
+        self.path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        while True:
+            try:
+                os.makedirs(directory, exist_ok=True)
+                self._db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+                self._db.execute("PRAGMA busy_timeout = %d" % int(timeout_s * 1000))
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+                return
+            except sqlite3.OperationalError as exc:
+                # Forks opening a brand-new ledger at once: switching it to WAL needs an exclusive lock, and SQLite
+                # answers "database is locked" at once instead of calling the busy handler (it would deadlock).
+                # Retry with a jittered back-off until the timeout.
+                self._close_quietly()
+                attempt += 1
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
+                    raise LedgerError("cannot open ledger: %s" % exc, where=path)
+                time.sleep(min(0.5, 0.01 * attempt) * (0.5 + random.random()))
+            except (OSError, sqlite3.Error) as exc:
+                self._close_quietly()
+                raise LedgerError("cannot open ledger: %s" % exc, where=path)
+
+    def _close_quietly(self):
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
+
+    def _migrate(self):
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise LedgerError("ledger schema version %d is newer than this collection's %d"
+                                  % (version, SCHEMA_VERSION), where=self.path)
+            for number in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute("PRAGMA user_version = %d" % (number + 1))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _write(self, sql, rows):
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(sql, rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise LedgerError("write failed: %s" % exc, where=self.path)
+
+    def record_results(self, results):
+        now = time.time()
+        rows = [(r.run_id, r.node, r.stage, r.check, r.status, r.reason, _dumps(r.expected),
+                 _dumps(r.observed), r.remediation, _dumps(r.evidence), r.started, r.finished, now)
+                for r in results]
+        self._write("INSERT INTO results (run_id, node, stage, check_name, status, reason, expected, observed,"
+                    " remediation, evidence, started, finished, recorded_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+    def record_gate(self, verdict, run_id):
+        self._write("INSERT INTO gates (run_id, node, stage, status, reason, failing, waived, recorded_at)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    [(run_id, verdict.node, verdict.stage, verdict.status, verdict.reason,
+                      _dumps(verdict.failing), _dumps(verdict.waived), time.time())])
+
+    def record_waiver(self, node, stage, check, who, why):
+        if not who or not why:
+            raise LedgerError("a waiver needs who and why", where="%s/%s/%s" % (node, stage, check))
+        self._write("INSERT INTO waivers (node, stage, check_name, who, why, recorded_at) VALUES (?,?,?,?,?,?)",
+                    [(node, stage, check, who, why, time.time())])
+
+    def record_event(self, node, kind, data):
+        self._write("INSERT INTO events (node, kind, data, recorded_at) VALUES (?,?,?,?)",
+                    [(node, kind, _dumps(data), time.time())])
+
+    def _query(self, sql, params=()):
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise LedgerError("read failed: %s" % exc, where=self.path)
+
+    @staticmethod
+    def _row_to_result(row):
+        (run_id, node, stage, check, status, reason, expected, observed, remediation, evidence,
+         started, finished) = row
+        return CheckResult(node=node, stage=stage, check=check, status=status, reason=reason or "",
+                           expected=_loads(expected), observed=_loads(observed),
+                           remediation=remediation or "", evidence=_loads(evidence) or {},
+                           started=started or 0.0, finished=finished or 0.0, run_id=run_id)
+
+    _RESULT_COLUMNS = ("run_id, node, stage, check_name, status, reason, expected, observed, remediation,"
+                       " evidence, started, finished")
+
+    def current_results(self, node=None, stage=None):
+        where, params = [], []
+        if node is not None:
+            where.append("node = ?")
+            params.append(node)
+        if stage is not None:
+            where.append("stage = ?")
+            params.append(stage)
+        cond = ("WHERE " + " AND ".join(where)) if where else ""
+        sql = ("SELECT %s FROM results WHERE id IN (SELECT MAX(id) FROM results %s"
+               " GROUP BY node, stage, check_name) ORDER BY id" % (self._RESULT_COLUMNS, cond))
+        return [self._row_to_result(r) for r in self._query(sql, params)]
+
+    def history(self, node, stage=None, check=None):
+        sql = "SELECT %s FROM results WHERE node = ?" % self._RESULT_COLUMNS
+        params = [node]
+        if stage is not None:
+            sql += " AND stage = ?"
+            params.append(stage)
+        if check is not None:
+            sql += " AND check_name = ?"
+            params.append(check)
+        return [self._row_to_result(r) for r in self._query(sql + " ORDER BY id", params)]
+
+    def current_gates(self, node=None):
+        cond, params = "", []
+        if node is not None:
+            cond, params = "WHERE node = ?", [node]
+        rows = self._query("SELECT node, stage, status, reason, failing, waived FROM gates WHERE id IN"
+                           " (SELECT MAX(id) FROM gates %s GROUP BY node, stage) ORDER BY id" % cond, params)
+        out = {}
+        for node_, stage, status, reason, failing, waived in rows:
+            out.setdefault(node_, {})[stage] = GateVerdict(node_, stage, status, reason or "",
+                                                           _loads(failing) or [], _loads(waived) or [])
+        return out
+
+    def waivers(self, node, stage):
+        rows = self._query("SELECT DISTINCT check_name FROM waivers WHERE node = ? AND stage = ?", (node, stage))
+        return [r[0] for r in rows]
+
+    def events(self, node=None, kind=None):
+        sql, params = "SELECT node, kind, data, recorded_at FROM events WHERE 1=1", []
+        if node is not None:
+            sql += " AND node = ?"
+            params.append(node)
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        return [{"node": n, "kind": k, "data": _loads(d), "recorded_at": t}
+                for n, k, d, t in self._query(sql + " ORDER BY id", params)]
+
+    def close(self):
+        self._db.close()
+
+
+def open_ledger(location=None):
+    """Open the ledger named by ``location``.
+
+    ``location``: a file path or ``sqlite:///path``; ``postgresql://...`` is
+    reserved for the shared backend and raises :class:`LedgerError` until it
+    ships.  ``None`` uses :func:`default_ledger_path`.
+    """
+    location = location or default_ledger_path()
+    if location.startswith("sqlite:///"):
+        return SQLiteLedger(location[len("sqlite:///"):])
+    if location.startswith(("postgresql://", "postgres://")):
+        raise LedgerError("the PostgreSQL ledger backend is not available in this release; use a SQLite path",
+                          where="ledger")
+    if "://" in location:
+        raise LedgerError("unknown ledger URL scheme", where=location)
+    return SQLiteLedger(location)

@@ -1,0 +1,308 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""SKU manifests: what a kind of server must be, validated by a JSON Schema.
+
+A manifest (``skus/<sku>.yml``) declares the bill of materials, firmware in
+strict update order, BIOS attributes, in-band tunings, the ephemeral runtime,
+burn-in tiers with thresholds, cluster validation targets and the NCCL recipe.
+The schema lives here as data so modules (which ship only ``module_utils``)
+can validate on the controller; ``schemas/sku.schema.json`` is generated from it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import ManifestError
+from .schema import validate_document, load_yaml_file
+
+# "none": never updated on its own (an InfoROM that comes with the GPU package, a part the BMC reports
+# with Updateable false); it is still audited against ``accepted``.
+FIRMWARE_METHODS = ("redfish_simple_update", "redfish_multipart", "nvfwupd", "mlxfwmanager", "flint", "nvme_cli",
+                    "none")
+ACTIVATIONS = ("none", "bmc_reset", "host_reset", "ac_cycle")
+PHASES = ("out_of_band", "in_band")
+FIRMWARE_KINDS = ("bmc", "bios", "cpld", "gpu", "nvswitch", "retimer", "erot", "nic", "dpu", "nvme", "psu", "other")
+
+_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_PCIE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["width", "gen"],
+    "properties": {
+        "width": {"type": "integer", "enum": [1, 2, 4, 8, 16, 32]},
+        "gen": {"type": "integer", "minimum": 1, "maximum": 7},
+    },
+}
+_SOURCES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}}
+_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean"]}}
+
+SKU_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://symphony.cluster/schemas/sku.schema.json",
+    "title": "symphony.cluster SKU manifest",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["sku", "schema_version", "system", "bom", "firmware"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "sku": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_]*$"},
+        "description": {"type": "string"},
+        "system": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["manufacturer", "model"],
+            "properties": {
+                # Redfish ComputerSystem Manufacturer/Model as the BMC reports them; null where the
+                # vendor leaves them empty (GB200 System_0).
+                "manufacturer": {"type": ["string", "null"]},
+                "model": {"type": ["string", "null"]},
+                "model_aliases": {"type": "array", "items": {"type": "string"}},
+                "system_id": {"type": "string"},
+                "chassis_id": {"type": "string"},
+                "manager_id": {"type": "string"},
+                "bmc_vendor": {"type": "string"},
+            },
+        },
+        "bom": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["cpus", "memory", "gpus"],
+            "properties": {
+                "cpus": {
+                    "type": "object", "additionalProperties": False, "required": ["count", "model"],
+                    "properties": {"count": {"type": "integer", "minimum": 1},
+                                   "model": {"type": "string"},
+                                   "cores": {"type": "integer", "minimum": 1}},
+                },
+                "memory": {
+                    "type": "object", "additionalProperties": False, "required": ["dimm_count", "total_gib"],
+                    "properties": {"dimm_count": {"type": "integer", "minimum": 0},
+                                   "dimm_size_gib": {"type": "number", "minimum": 0},
+                                   "total_gib": {"type": "number", "minimum": 0}},
+                },
+                "gpus": {
+                    "type": "object", "additionalProperties": False, "required": ["count"],
+                    "properties": {"count": {"type": "integer", "minimum": 0},
+                                   "vendor": {"type": "string", "enum": ["nvidia", "amd", "none"]},
+                                   "model": {"type": "string"},
+                                   "memory_gib": {"type": "number", "minimum": 0},
+                                   "pcie": _PCIE,
+                                   "tdp_w": {"type": "number", "minimum": 0},
+                                   "max_operating_temp_c": {"type": "number"},
+                                   "redfish_location": {"type": "string",
+                                                        "enum": ["processors", "pcie_devices", "either"]}},
+                },
+                "nics": {
+                    "type": "array",
+                    "items": {"type": "object", "additionalProperties": False,
+                              "required": ["model", "count"],
+                              # model null: the BMC reports no model for these adapters (DGX H100)
+                              "properties": {"model": {"type": ["string", "null"]},
+                                             "count": {"type": "integer", "minimum": 0},
+                                             "ports": {"type": "integer", "minimum": 1},
+                                             "speed_gbps": {"type": "number", "minimum": 0},
+                                             "role": {"type": "string",
+                                                      "enum": ["fabric", "frontend", "storage", "management", "dpu"]},
+                                             "pcie": _PCIE}},
+                },
+                "nvme": {
+                    "type": "object", "additionalProperties": False, "required": ["count"],
+                    "properties": {"count": {"type": "integer", "minimum": 0},
+                                   "model": {"type": "string"},
+                                   # every model that may fill a bay (data and boot drives)
+                                   "models": {"type": "array", "items": {"type": "string"}},
+                                   "capacity_gb": {"type": "number", "minimum": 0}},
+                },
+                "psus": {"type": "object", "additionalProperties": False, "required": ["count"],
+                         "properties": {"count": {"type": "integer", "minimum": 0},
+                                        "model": {"type": "string"},
+                                        "models": {"type": "array", "items": {"type": "string"}},
+                                        "capacity_w": {"type": "number", "minimum": 0}}},
+                "fans": {"type": "object", "additionalProperties": False, "required": ["min_count"],
+                         "properties": {"min_count": {"type": "integer", "minimum": 0}}},
+            },
+        },
+        "firmware": {
+            "type": "array",
+            "description": "Components in strict update order.",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "kind", "phase", "accepted", "method", "activation", "match"],
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_]*$"},
+                    "name": {"type": "string"},
+                    "kind": {"enum": list(FIRMWARE_KINDS)},
+                    "phase": {"enum": list(PHASES)},
+                    "accepted": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+                    "target": {"type": "string", "minLength": 1},
+                    "image": {"type": "object", "additionalProperties": False, "required": ["uri", "sha256"],
+                              "properties": {"uri": {"type": "string", "minLength": 1}, "sha256": _SHA256}},
+                    "method": {"enum": list(FIRMWARE_METHODS)},
+                    "activation": {"enum": list(ACTIVATIONS)},
+                    "allow_downgrade": {"type": "boolean"},
+                    # the component whose package carries this one (method "none")
+                    "updated_with": {"type": "string"},
+                    "description": {"type": "string"},
+                    # How to find this component in a Redfish FirmwareInventory (ids are regexes,
+                    # matched with re.fullmatch); count = how many members must match.
+                    "match": {"type": "object", "additionalProperties": False,
+                              "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                             "count": {"type": "integer", "minimum": 1},
+                                             # literal member Ids as the real BMC names them (the emulator
+                                             # serves these; the audit matches with the regexes above)
+                                             "ids": {"type": "array", "items": {"type": "string"}}}},
+                },
+            },
+        },
+        "bios": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"attributes": {"type": "object",
+                                          "additionalProperties": {"type": ["string", "integer", "boolean", "number"]}},
+                           "settings_path": {"type": "string"},
+                           "apply_time": {"enum": ["Immediate", "OnReset", "AtMaintenanceWindowStart",
+                                                   "InMaintenanceWindowOnReset"]}},
+        },
+        "runtime": {
+            "type": "object", "additionalProperties": False, "required": ["image_uri", "method"],
+            "properties": {"image_uri": {"type": "string"}, "sha256": _SHA256,
+                           "method": {"enum": ["virtual_media", "pxe"]},
+                           "boot_timeout_s": {"type": "number", "minimum": 1}},
+        },
+        "tunings": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"sysctl": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
+                           "kernel_cmdline": {"type": "array", "items": {"type": "string"}},
+                           "persistence_mode": {"type": "boolean"},
+                           "gpu_power_limit_w": {"type": "number", "minimum": 0}},
+        },
+        "nccl_env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "burn_in": {
+            "type": "object", "additionalProperties": False, "required": ["tiers"],
+            "properties": {
+                "tiers": {
+                    "type": "array",
+                    "items": {
+                        "type": "object", "additionalProperties": False, "required": ["name", "tests"],
+                        "properties": {
+                            "name": {"enum": ["node", "gpu", "power", "fabric"]},
+                            "tests": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object", "additionalProperties": False,
+                                    "required": ["name", "kind", "timeout_s"],
+                                    "properties": {
+                                        "name": {"type": "string", "pattern": "^[a-z0-9_]+$"},
+                                        "kind": {"type": "string"},
+                                        "cost_s": {"type": "number", "minimum": 0},
+                                        "timeout_s": {"type": "number", "minimum": 1},
+                                        "flaky": {"type": "boolean"},
+                                        "params": {"type": "object"},
+                                        "thresholds": _THRESHOLDS,
+                                        "description": {"type": "string"},
+                                        "sources": _SOURCES,
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "validation": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "mfu_targets": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": ["recipe", "precision", "min_mfu_pct"],
+                    "properties": {"recipe": {"type": "string"}, "precision": {"type": "string"},
+                                   "min_mfu_pct": {"type": "number", "minimum": 0, "maximum": 100},
+                                   "nodes": {"type": "integer", "minimum": 1},
+                                   "convention": {"type": "string"}}}},
+                "nccl_busbw_floors": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": ["collective", "min_busbw_gbps"],
+                    "properties": {"collective": {"type": "string"}, "nodes": {"type": "integer", "minimum": 1},
+                                   "size_bytes": {"type": "integer", "minimum": 1},
+                                   "min_busbw_gbps": {"type": "number", "minimum": 0}}}},
+                "nccl_max_bytes": {"type": "integer", "minimum": 8},
+                "thermal": {"type": "object", "additionalProperties": False,
+                            "properties": {"z_threshold": {"type": "number"}, "delta_c": {"type": "number"},
+                                           "max_temp_margin_c": {"type": "number"}}},
+                "max_attempts": {"type": "integer", "minimum": 1},
+                "sources": _SOURCES,
+            },
+        },
+        # Which checks each stage's gate does NOT require, per profile (everything else is required).
+        "gates": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "additionalProperties": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"optional": {"type": "array", "items": {"type": "string"}}}}},
+        },
+        # The in-band view of a profile that differs from the SKU (the lab profile: lab hosts have no GPUs).
+        # ``inband_bom`` replaces parts of ``bom`` for in-band checks; ``not_expected`` names bom parts the
+        # profile's hosts lack (their checks are not_run with that reason).  Open for stage-specific keys.
+        "profiles": {"type": "object", "additionalProperties": {
+            "type": "object",
+            "properties": {"description": {"type": "string"},
+                           "inband_bom": {"type": "object"},
+                           "not_expected": {"type": "array", "items": {"type": "string"}}}}},
+        "sources": _SOURCES,
+    },
+}
+
+
+def validate_manifest(data, where):
+    """Validate one manifest document against :data:`SKU_SCHEMA` and cross-field rules.
+
+    Raises :class:`ManifestError` naming ``where`` and the JSON path of the first error.
+    """
+    validate_document(data, SKU_SCHEMA, where, ManifestError)
+    seen = set()
+    for index, comp in enumerate(data.get("firmware", [])):
+        path = "%s: $.firmware[%d]" % (where, index)
+        if comp["id"] in seen:
+            raise ManifestError("firmware id %r appears twice" % comp["id"], where=path)
+        seen.add(comp["id"])
+        if comp.get("target") and comp["target"] not in comp["accepted"]:
+            raise ManifestError("target %r is not among the accepted versions %s"
+                                % (comp["target"], comp["accepted"]), where=path)
+    # Out-of-band components come before in-band ones: BMC -> BIOS -> ... then GPU -> NIC -> NVMe.
+    phases = [c["phase"] for c in data.get("firmware", [])]
+    if "in_band" in phases and "out_of_band" in phases[phases.index("in_band"):]:
+        raise ManifestError("out_of_band firmware listed after in_band firmware breaks the update order",
+                            where="%s: $.firmware" % where)
+    return data
+
+
+def load_manifest(path):
+    """Load and validate one SKU manifest file; returns the manifest dict."""
+    data = load_yaml_file(path, ManifestError)
+    return validate_manifest(data, path)
+
+
+def load_skus(directory):
+    """Load every ``*.yml``/``*.yaml`` manifest in ``directory``: ``{sku: manifest}``.
+
+    Raises :class:`ManifestError` when a file is invalid, or two files declare one SKU.
+    """
+    if not os.path.isdir(directory):
+        raise ManifestError("SKU directory not found", where=directory)
+    skus = {}
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith((".yml", ".yaml")):
+            continue
+        path = os.path.join(directory, name)
+        manifest = load_manifest(path)
+        if manifest["sku"] in skus:
+            raise ManifestError("SKU %r is declared twice" % manifest["sku"], where=path)
+        skus[manifest["sku"]] = manifest
+    return skus
+
+
+def required_optional_checks(manifest, stage, profile="production"):
+    """Names of checks of ``stage`` that the gate does not require for this SKU and profile."""
+    return list(manifest.get("gates", {}).get(profile, {}).get(stage, {}).get("optional", []))

@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The digital twin: which servers should exist where.
+
+A twin file (``inventories/<site>/*.twin.yml``) holds sites -> racks (BMC subnet,
+location) -> nodes (U position, hostname, SKU, chassis serial, asset tag, BMC MAC,
+optional BMC address override, in-band address, fabric rail/leaf/port) and marks
+spares.  Planned BMC addresses come from the rack subnet and the U position with
+netaddr, deterministically: ``subnet.network + bmc_first_host + u``.
+
+Loading is all or nothing: the first inconsistency raises :class:`TwinError`
+naming the file, the node and the JSON path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .errors import TwinError
+from .schema import (
+    load_yaml_file,
+    validate_document,
+)
+
+try:
+    import netaddr
+    HAS_NETADDR = True
+except ImportError:
+    HAS_NETADDR = False
+
+_NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
+
+TWIN_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "symphony.cluster digital twin",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["twin_version", "sites"],
+    "properties": {
+        "twin_version": {"const": 1},
+        "sku_dir": {"type": "string"},
+        "sites": {
+            "type": "array", "minItems": 1,
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["name", "racks"],
+                "properties": {
+                    "name": _NAME,
+                    "description": {"type": "string"},
+                    "racks": {
+                        "type": "array", "minItems": 1,
+                        "items": {
+                            "type": "object", "additionalProperties": False,
+                            "required": ["name", "bmc_subnet", "nodes"],
+                            "properties": {
+                                "name": _NAME,
+                                "location": {"type": "string"},
+                                "bmc_subnet": {"type": "string"},
+                                "bmc_first_host": {"type": "integer", "minimum": 0},
+                                "nodes": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object", "additionalProperties": False,
+                                        "required": ["hostname", "u", "sku", "serial", "bmc_mac"],
+                                        "properties": {
+                                            "hostname": _NAME,
+                                            "u": {"type": "integer", "minimum": 1, "maximum": 60},
+                                            "sku": {"type": "string"},
+                                            "serial": {"type": "string", "minLength": 1},
+                                            "asset_tag": {"type": "string"},
+                                            "bmc_mac": {"type": "string"},
+                                            "bmc_address": {"type": "string"},
+                                            "inband_address": {"type": "string"},
+                                            "spare": {"type": "boolean"},
+                                            "fabric": {
+                                                "type": "array",
+                                                "items": {
+                                                    "type": "object", "additionalProperties": False,
+                                                    "required": ["rail", "leaf", "port"],
+                                                    "properties": {
+                                                        "rail": {"type": "integer", "minimum": 0},
+                                                        "leaf": _NAME,
+                                                        "port": {"type": ["integer", "string"]},
+                                                        "nic": {"type": "string"},
+                                                    },
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+class Twin:
+    """A validated twin.  ``nodes`` maps hostname to a flat node dict."""
+
+    def __init__(self, path, nodes, sites, sku_dir):
+        self.path = path
+        self.nodes = nodes
+        self.sites = sites
+        self.sku_dir = sku_dir
+
+    def spares(self):
+        """Hostnames of the spare pool, in twin order."""
+        return [h for h, n in self.nodes.items() if n["spare"]]
+
+    def links(self):
+        """Fabric links keyed ``"<leaf>:<port>"`` -> ``{"node", "rail", "nic"}``."""
+        out = {}
+        for host, node in self.nodes.items():
+            for link in node["fabric"]:
+                out["%s:%s" % (link["leaf"], link["port"])] = {"node": host, "rail": link["rail"],
+                                                               "nic": link.get("nic")}
+        return out
+
+
+_CANONICAL_MAC = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
+
+
+def _mac(value, where):
+    if isinstance(value, str) and _CANONICAL_MAC.fullmatch(value):
+        return value  # already what netaddr's mac_unix_expanded prints (the common case, 10x faster)
+    try:
+        return str(netaddr.EUI(value, dialect=netaddr.mac_unix_expanded))
+    except (netaddr.AddrFormatError, TypeError, ValueError):
+        raise TwinError("malformed MAC address %r" % value, where=where)
+
+
+def planned_bmc_address(subnet, first_host, u):
+    """Planned BMC address for U position ``u`` in ``subnet`` (str or IPNetwork), e.g. ``'10.10.1.12'``.
+
+    ``network + first_host + u``; raises :class:`TwinError` when that falls outside
+    the subnet's usable hosts.
+    """
+    net = subnet if isinstance(subnet, netaddr.IPNetwork) else netaddr.IPNetwork(subnet)
+    index = first_host + u
+    if index <= 0 or index >= net.size - (1 if net.version == 4 and net.prefixlen < 31 else 0):
+        raise TwinError("U%d with bmc_first_host %d falls outside %s" % (u, first_host, net), where=subnet)
+    return str(net[index])
+
+
+def validate_twin(data, path, known_skus=None):
+    """Validate a parsed twin document and return a :class:`Twin`.
+
+    ``known_skus``: iterable of SKU names, or None to skip the SKU check.
+    Raises :class:`TwinError` on: schema errors (with JSON path and hostname), unknown SKU,
+    duplicate site/rack name, duplicate hostname/serial/MAC/address, malformed MAC, a BMC subnet
+    with host bits set, an address outside its rack's subnet, two nodes in one U, one switch port
+    (leaf:port) cabled to two nodes.
+    """
+    if not HAS_NETADDR:
+        raise TwinError("the netaddr Python library is required", where=path)
+    validate_document(data, TWIN_SCHEMA, path, TwinError, label_key="hostname")
+    known_skus = set(known_skus) if known_skus is not None else None
+    nodes, seen = {}, {"serial": {}, "bmc_mac": {}, "bmc_address": {}, "inband_address": {}}
+    sites, site_paths, rack_paths, ports = {}, {}, {}, {}
+    for si, site in enumerate(data["sites"]):
+        if site["name"] in site_paths:
+            raise TwinError("site name %r is used twice (also at %s)" % (site["name"], site_paths[site["name"]]),
+                            where="%s: $.sites[%d].name" % (path, si))
+        site_paths[site["name"]] = "$.sites[%d].name" % si
+        sites[site["name"]] = {"racks": []}
+        for ri, rack in enumerate(site["racks"]):
+            rack_path = "$.sites[%d].racks[%d]" % (si, ri)
+            # one Ansible group rack_<name> per name, whatever the site: two racks would merge into one
+            if rack["name"] in rack_paths:
+                raise TwinError("rack name %r is used twice (also at %s; racks are inventory groups rack_<name>, "
+                                "so a name must be unique in the twin)" % (rack["name"], rack_paths[rack["name"]]),
+                                where="%s: %s.name" % (path, rack_path))
+            rack_paths[rack["name"]] = rack_path + ".name"
+            try:
+                subnet = netaddr.IPNetwork(rack["bmc_subnet"])
+            except (netaddr.AddrFormatError, ValueError, TypeError):
+                raise TwinError("%s.bmc_subnet: %r is not a network" % (rack_path, rack["bmc_subnet"]), where=path)
+            if subnet.ip != subnet.network:
+                # 10.10.1.5/24 is a typo for a network or for a host; planning from it would guess which
+                raise TwinError("%r has host bits set; the network is %s" % (rack["bmc_subnet"], subnet.cidr),
+                                where="%s: %s.bmc_subnet" % (path, rack_path))
+            sites[site["name"]]["racks"].append(rack["name"])
+            used_u = {}
+            for ni, node in enumerate(rack["nodes"]):
+                npath = "%s.nodes[%d]" % (rack_path, ni)
+                host = node["hostname"]
+                where = "%s: %s (%s)" % (path, npath, host)
+                if host in nodes:
+                    raise TwinError("duplicate hostname %r (also at %s)" % (host, nodes[host]["twin_path"]),
+                                    where=where)
+                if node["u"] in used_u:
+                    raise TwinError("U%d already holds %s" % (node["u"], used_u[node["u"]]), where=where)
+                used_u[node["u"]] = host
+                if known_skus is not None and node["sku"] not in known_skus:
+                    raise TwinError("unknown SKU %r (known: %s)" % (node["sku"], ", ".join(sorted(known_skus))),
+                                    where=where + ".sku")
+                mac = _mac(node["bmc_mac"], where + ".bmc_mac")
+                if "bmc_address" in node:
+                    try:
+                        address = netaddr.IPAddress(node["bmc_address"])
+                    except (netaddr.AddrFormatError, ValueError):
+                        raise TwinError("bmc_address %r is not an address" % node["bmc_address"],
+                                        where=where + ".bmc_address")
+                    if address not in subnet:
+                        raise TwinError("bmc_address %s is outside the rack subnet %s" % (address, subnet),
+                                        where=where + ".bmc_address")
+                    address, planned = str(address), False
+                else:
+                    try:
+                        address = planned_bmc_address(subnet, rack.get("bmc_first_host", 0), node["u"])
+                    except TwinError as exc:
+                        raise TwinError(exc.message, where=where + ".u")
+                    planned = True
+                inband = node.get("inband_address")
+                if inband is not None:
+                    try:
+                        inband = str(netaddr.IPAddress(inband))
+                    except (netaddr.AddrFormatError, ValueError):
+                        raise TwinError("inband_address %r is not an address" % inband, where=where + ".inband_address")
+                for key, value in (("serial", node["serial"]), ("bmc_mac", mac), ("bmc_address", address),
+                                   ("inband_address", inband)):
+                    if value is None:
+                        continue
+                    if value in seen[key]:
+                        raise TwinError("%s %s is taken twice (also %s)" % (key, value, seen[key][value]),
+                                        where=where + "." + key)
+                    seen[key][value] = host
+                for li, link in enumerate(node.get("fabric", ())):
+                    # Twin.links() keys a link by "<leaf>:<port>" (port 7 and "7" alike): one cable per port
+                    port = "%s:%s" % (link["leaf"], link["port"])
+                    link_path = "%s.fabric[%d]" % (npath, li)
+                    if port in ports:
+                        raise TwinError("switch port %s is cabled twice (also %s at %s)" % ((port,) + ports[port]),
+                                        where="%s.fabric[%d]" % (where, li))
+                    ports[port] = (host, link_path)
+                nodes[host] = {
+                    "hostname": host, "site": site["name"], "rack": rack["name"],
+                    "rack_location": rack.get("location", ""), "u": node["u"], "sku": node["sku"],
+                    "serial": node["serial"], "asset_tag": node.get("asset_tag", ""), "bmc_mac": mac,
+                    "bmc_address": address, "bmc_address_planned": planned, "bmc_subnet": str(subnet),
+                    "inband_address": inband, "spare": bool(node.get("spare", False)),
+                    "fabric": node.get("fabric", []), "twin_path": npath,
+                }
+    sku_dir = data.get("sku_dir")
+    if sku_dir and not os.path.isabs(sku_dir):
+        sku_dir = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), sku_dir))
+    return Twin(path, nodes, sites, sku_dir)
+
+
+def load_twin(path, known_skus=None):
+    """Read, validate and return the :class:`Twin` in ``path`` (see :func:`validate_twin`).
+
+    ``path`` may also be a twin inventory source (``plugin: symphony.cluster.twin``): its inventory options
+    are ignored, and a source that names its twin with ``twin:`` is followed (relative to the source).
+    Raises :class:`TwinError` naming the file.
+    """
+    path = str(path)
+    data = load_yaml_file(path, TwinError)
+    if "plugin" in data:
+        if "sites" not in data and data.get("twin"):
+            target = os.path.expanduser(data["twin"])
+            if not os.path.isabs(target):
+                target = os.path.join(os.path.dirname(os.path.abspath(path)), target)
+            return load_twin(target, known_skus)
+        data = {k: v for k, v in data.items() if k in TWIN_SCHEMA["properties"]}
+    return validate_twin(data, path, known_skus)

@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Slurm: submit a rendered sbatch script, follow it to the end, cancel it, drain nodes.
+
+Training runs on the cluster's own scheduler (DESIGN.md, "Scale"); this module
+only drives the Slurm client commands: ``sbatch --parsable``, ``squeue``,
+``scontrol show job -o`` (works without accounting storage, for ``MinJobAge``
+seconds after the end), ``sacct`` (when accounting is enabled), ``scancel``,
+``scontrol update nodename=... state=drain reason=...``.
+
+Every command goes through an injected ``run(argv, env, timeout) ->
+(rc, stdout, stderr)`` so the logic is unit-tested without Slurm; the default
+runs the real command.  A missing client raises :class:`ToolNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from .._core.errors import (
+    SchedulerError,
+    ToolNotFoundError,
+    ValidationError,
+)
+
+# Job states (squeue/scontrol JOB_STATE names, Slurm 22.05 man squeue "JOB STATE CODES").
+PENDING_STATES = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
+                  "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING")
+RUNNING_STATES = ("RUNNING", "COMPLETING", "STAGE_OUT")
+DONE_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+               "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT")
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-\[\],]*$")
+
+
+def run_command(argv, env=None, timeout=60):
+    """Run ``argv``; ``(rc, stdout, stderr)``.  ToolNotFoundError when the executable is absent."""
+    if shutil.which(argv[0], path=(env or os.environ).get("PATH")) is None:
+        raise ToolNotFoundError("%s is not installed on this host" % argv[0], where=argv[0])
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise SchedulerError("%s did not answer within %d s" % (" ".join(argv[:3]), timeout), where=argv[0])
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def parse_job_record(text):
+    """``scontrol show job -o`` output -> dict of its ``Key=Value`` fields.
+
+    Values never contain spaces except ``Command``/``WorkDir``-like paths, which we do
+    not rely on; ``Reason=`` values may, and are kept whole up to the next ``Key=``.
+    """
+    fields = {}
+    for match in re.finditer(r"(\w[\w:/]*)=(.*?)(?=\s+\w[\w:/]*=|\s*$)", text.strip()):
+        fields[match.group(1)] = match.group(2)
+    return fields
+
+
+def parse_exit_code(value):
+    """``"1:0"`` -> ``(1, 0)``: (exit status, signal)."""
+    try:
+        code, dummy, signal = str(value).partition(":")
+        return int(code), int(signal or 0)
+    except ValueError:
+        return None, None
+
+
+def validate_node_names(nodes, where="nodes"):
+    for node in nodes:
+        if not isinstance(node, str) or not _NODE_NAME.match(node):
+            raise ValidationError("%r is not a Slurm node name" % (node,), where=where)
+    return list(nodes)
+
+
+class Slurm:
+    """The Slurm client commands on this host.
+
+    ``env``: environment for the commands (e.g. ``SLURM_CONF`` for the lab);
+    ``run``: see module docstring; ``clock``/``sleep``: injectable time.
+    """
+
+    def __init__(self, env=None, run=run_command, clock=time.time, sleep=time.sleep, command_timeout=60):
+        self.env = env
+        self._run = run
+        self.clock = clock
+        self.sleep = sleep
+        self.command_timeout = command_timeout
+
+    def _call(self, argv, where):
+        rc, out, err = self._run(argv, env=self.env, timeout=self.command_timeout)
+        if rc != 0:
+            raise SchedulerError("%s failed (rc %d): %s" % (argv[0], rc, (err or out).strip()[:400]), where=where)
+        return out
+
+    def submit(self, script_path, nodes=None, partition=None, job_name=None, extra_args=()):
+        """``sbatch --parsable``; returns the job id (str).
+
+        ``nodes``: exact node list (``--nodelist`` and ``--nodes``), overriding the
+        script's ``--nodes``; raises :class:`SchedulerError` when sbatch refuses.
+        """
+        argv = ["sbatch", "--parsable"]
+        if nodes:
+            nodes = validate_node_names(nodes)
+            argv += ["--nodes=%d" % len(nodes), "--nodelist=%s" % ",".join(nodes)]
+        if partition:
+            argv.append("--partition=%s" % partition)
+        if job_name:
+            argv.append("--job-name=%s" % job_name)
+        argv += list(extra_args) + [script_path]
+        out = self._call(argv, where=script_path).strip()
+        job_id = out.split(";")[0].strip()
+        if not job_id.isdigit():
+            raise SchedulerError("sbatch printed %r, not a job id" % out[:200], where=script_path)
+        return job_id
+
+    def job(self, job_id):
+        """Current record of ``job_id``: ``{job_id, state, exit_code, signal, nodes, reason, stdout, elapsed}``.
+
+        Reads ``scontrol show job -o``; when Slurm no longer holds the job (past
+        ``MinJobAge``) falls back to ``sacct``.  Raises :class:`SchedulerError` when
+        neither knows it.
+        """
+        rc, out, err = self._run(["scontrol", "show", "job", "-o", str(job_id)], env=self.env,
+                                 timeout=self.command_timeout)
+        if rc == 0 and out.strip():
+            rec = parse_job_record(out.splitlines()[0])
+            code, signal = parse_exit_code(rec.get("ExitCode", ""))
+            return {"job_id": str(job_id), "state": rec.get("JobState", "UNKNOWN").split()[0],
+                    "exit_code": code, "signal": signal, "nodes": rec.get("NodeList", ""),
+                    "reason": rec.get("Reason", ""), "stdout": rec.get("StdOut", ""),
+                    "elapsed": rec.get("RunTime", "")}
+        rc2, out2, err2 = self._run(["sacct", "-n", "-P", "-X", "-j", str(job_id),
+                                     "-o", "JobID,State,ExitCode,NodeList,Elapsed"],
+                                    env=self.env, timeout=self.command_timeout)
+        if rc2 == 0 and out2.strip():
+            jid, state, exit_code, nodes, elapsed = (out2.strip().splitlines()[0].split("|") + [""] * 5)[:5]
+            code, signal = parse_exit_code(exit_code)
+            return {"job_id": jid, "state": state.split()[0], "exit_code": code, "signal": signal,
+                    "nodes": nodes, "reason": "", "stdout": "", "elapsed": elapsed}
+        raise SchedulerError("Slurm knows no job %s (scontrol: %s; sacct: %s)"
+                             % (job_id, (err or "no output").strip()[:200], (err2 or "no output").strip()[:200]),
+                             where="job %s" % job_id)
+
+    def wait(self, job_id, timeout_s, poll_s=2.0):
+        """Poll until ``job_id`` ends; returns its final :meth:`job` record plus ``waited_s``.
+
+        Past ``timeout_s`` the job is cancelled and the record says ``state:
+        CANCELLED`` with ``timed_out: True``.
+        """
+        start = self.clock()
+        while True:
+            rec = self.job(job_id)
+            if rec["state"] in DONE_STATES:
+                rec.update(waited_s=round(self.clock() - start, 1), timed_out=False)
+                return rec
+            if self.clock() - start > timeout_s:
+                self.cancel(job_id)
+                rec.update(state="CANCELLED", timed_out=True, waited_s=round(self.clock() - start, 1),
+                           reason="cancelled after %d s without finishing (was %s)" % (timeout_s, rec["state"]))
+                return rec
+            self.sleep(poll_s)
+
+    def cancel(self, job_id):
+        """``scancel <job_id>``."""
+        self._call(["scancel", str(job_id)], where="job %s" % job_id)
+
+    def drain(self, node, reason):
+        """``scontrol update nodename=<node> state=DRAIN reason=<reason>``; reason is required."""
+        validate_node_names([node])
+        if not reason or not str(reason).strip():
+            raise ValidationError("draining a node needs a reason", where=node)
+        self._call(["scontrol", "update", "nodename=%s" % node, "state=DRAIN", "reason=%s" % reason], where=node)
+
+    def resume(self, node):
+        """``scontrol update nodename=<node> state=RESUME``."""
+        validate_node_names([node])
+        self._call(["scontrol", "update", "nodename=%s" % node, "state=RESUME"], where=node)
+
+    def node_states(self, nodes=None):
+        """``{node: {"state": "IDLE+DRAIN", "reason": "...", "addr": "10.77.0.12", "hostname": "lab2"}}``.
+
+        From ``scontrol show node -o``; ``addr``/``hostname`` are the node's ``NodeAddr``/``NodeHostName``
+        (empty when Slurm does not print them).
+        """
+        argv = ["scontrol", "show", "node", "-o"]
+        if nodes:
+            argv.append(",".join(validate_node_names(nodes)))
+        out = self._call(argv, where="nodes")
+        states = {}
+        for line in out.splitlines():
+            rec = parse_job_record(line)
+            if "NodeName" in rec:
+                states[rec["NodeName"]] = {"state": rec.get("State", "UNKNOWN"), "reason": rec.get("Reason", ""),
+                                           "addr": rec.get("NodeAddr", ""), "hostname": rec.get("NodeHostName", "")}
+        return states
+
+
+def is_drained(state):
+    """True for a Slurm node state that takes no new jobs (DRAIN, DRAINING, DRAINED, DOWN)."""
+    return any(flag in state.upper() for flag in ("DRAIN", "DOWN"))
+
+
+def read_log(path, max_bytes=2_000_000):
+    """The job's output file (last ``max_bytes``); ``SchedulerError`` naming it when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            return handle.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise SchedulerError("cannot read the job's log: %s" % exc.strerror, where=path)
+
+
+def render_template(path, context):
+    """Render a Jinja2 template (the role's ``sbatch.j2``) outside Ansible, with its ``quote`` filter.
+
+    Undefined variables raise (StrictUndefined); :class:`ValidationError` names the
+    template and the variable.  Ansible renders the same file with ``ansible.builtin.template``.
+    """
+    try:
+        import jinja2
+    except ImportError:
+        raise ToolNotFoundError("the jinja2 Python library is required to render %s" % path, where=path)
+    import shlex
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, keep_trailing_newline=True)
+    env.filters["quote"] = lambda value: shlex.quote(str(value))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return env.from_string(handle.read()).render(**context)
+    except OSError as exc:
+        raise ValidationError("cannot read the template: %s" % exc.strerror, where=path)
+    except jinja2.TemplateError as exc:
+        raise ValidationError("template error: %s" % exc, where=path)

@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""BIOS attributes of one BMC on their own: read, PATCH the settings object, optionally reset, read back.
+
+The provisioning stage does the same inside ``firmware_reconcile`` (pending until its runtime boot reset); this is
+the piece a fleet engineer runs alone, e.g. to flip one attribute on a rack.  Redfish (DMTF DSP0266, "Settings
+resource"): a ``Bios`` resource whose ``@Redfish.Settings.SettingsObject`` names where changes go; they apply at the
+``@Redfish.SettingsApplyTime`` the service supports (``SupportedApplyTimes``), usually ``OnReset``.  Only a fresh
+read of ``Bios.Attributes`` after the reset says a value took.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .._core.errors import RedfishError, ValidationError
+from .fwplan import attribute_value, bios_changes
+from .._redfish.reader import (
+    read_inventory,
+    reset_request,
+)
+
+SECTIONS = ("bios", "capabilities")
+
+
+def _read(client, system_id):
+    inv = read_inventory(client, system_id=system_id, sections=SECTIONS)
+    # a system_id that names no system is recorded under "systems": say that, not "no Bios resource"
+    gaps = [g for g in inv.incomplete if g.get("part") in ("systems", "bios")]
+    if gaps or not inv.bios:
+        why = gaps[0]["reason"] if gaps else "the system has no Bios resource"
+        raise RedfishError("cannot read the BIOS attributes: %s" % why, where=client.host)
+    return inv
+
+
+def _pending(client, bios):
+    """The settings object's attributes (what the next reset applies); ``{}`` when changes go to Bios itself."""
+    target = bios.get("settings_object")
+    if not target or target == bios.get("uri"):
+        return {}
+    return client.get(target).get("Attributes") or {}
+
+
+def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, system_id=None, timeout_s=900.0,
+                        poll_s=10.0, check_mode=False, clock=time.monotonic, sleep=time.sleep):
+    """Bring one system's BIOS ``attributes`` (``{name: value}``) to the values given.
+
+    Reads ``Bios``; PATCHes only the attributes that differ and are not already pending in the settings object,
+    with ``If-Match`` and ``@Redfish.SettingsApplyTime`` when the service lists ``apply_time``; with ``reset``,
+    resets the system (``ForceRestart``, else ``PowerCycle``/``GracefulRestart``; ``On`` when off) and polls
+    ``Bios`` every ``poll_s`` seconds until every value reads back or ``timeout_s`` (s) passes.
+
+    Returns ``{"changed", "state": "at_target"|"pending"|"applied", "changes": {name: [current, wanted]},
+    "pending": [names], "diff": {"before", "after"}, "settings_object", "apply_time", "reset", "notes"}``;
+    after a reset, ``after`` is the fresh read.  Raises :class:`ValidationError` for an empty ``attributes``,
+    :class:`ValidationError` for a negative ``poll_s`` or a ``timeout_s`` of 0 or less (before anything is written),
+    :class:`RedfishError` when the BIOS cannot be read, the reset is refused, or (with ``reset``) a value has not
+    read back by ``timeout_s`` (both values named; ``details["changed"]`` True), or no read succeeded after the
+    reset (the last read error).  A name the BMC does not report is a change from ``None`` (the PATCH then tells
+    whether the BMC knows it).
+    """
+    if not attributes:
+        raise ValidationError("no BIOS attribute given", where="attributes")
+    # checked before anything is written: a bad value must not surface after the reset
+    if poll_s < 0:
+        raise ValidationError("must be 0 or more, got %r" % poll_s, where="poll_s")
+    if timeout_s <= 0:
+        raise ValidationError("must be more than 0, got %r" % timeout_s, where="timeout_s")
+    inv = _read(client, system_id)
+    bios = inv.bios
+    changes = bios_changes(attributes, bios["attributes"])
+    out = {"changed": False, "state": "at_target", "changes": changes, "pending": [],
+           "diff": {"before": {k: v[0] for k, v in changes.items()}, "after": {k: v[1] for k, v in changes.items()}},
+           "settings_object": bios.get("settings_object") or bios["uri"], "apply_time": None, "reset": None,
+           "notes": list(bios.get("notes") or [])}
+    if not changes:
+        return out
+    pending = _pending(client, bios)
+    to_patch = {k: v[1] for k, v in changes.items() if attribute_value(pending.get(k)) != v[1]}
+    out["pending"] = sorted(set(changes) - set(to_patch))
+    supported = bios.get("supported_apply_times") or []
+    out["apply_time"] = apply_time if apply_time in supported else None
+    if check_mode:
+        out.update(changed=bool(to_patch) or reset, state="pending")
+        return out
+    if to_patch:
+        body = {"Attributes": to_patch}
+        if out["apply_time"]:
+            body["@Redfish.SettingsApplyTime"] = {"ApplyTime": apply_time}
+        client.patch(out["settings_object"], body)
+        out["changed"] = True
+        out["pending"] = sorted(changes)
+    out["state"] = "pending"
+    if not reset:
+        return out
+    out["reset"] = _reset(client, inv)
+    out["changed"] = True
+    deadline = clock() + timeout_s
+    fresh, read_error = None, None
+    while True:
+        sleep(poll_s)
+        try:
+            fresh, read_error = _read(client, system_id).bios["attributes"], None
+        except RedfishError as exc:
+            read_error = exc  # the BMC is busy while the host reboots: keep polling
+        left = bios_changes(attributes, fresh) if fresh is not None else None
+        if left == {}:
+            out.update(state="applied", pending=[], diff={"before": out["diff"]["before"],
+                                                          "after": {k: attribute_value(fresh.get(k))
+                                                                    for k in changes}})
+            return out
+        if clock() >= deadline:
+            # only what a read after the reset returned counts; without one, say so (changed: the PATCH and the
+            # reset were sent)
+            if left is None:
+                raise RedfishError("could not read the BIOS in the %gs after %s: %s" % (
+                    timeout_s, out["reset"], read_error), where=client.host, details={"changed": True})
+            shown = "; ".join("%s reads %r, wanted %r" % (k, v[0], v[1]) for k, v in sorted(left.items()))
+            raise RedfishError("BIOS settings not applied %gs after %s: %s" % (timeout_s, out["reset"], shown),
+                               where=client.host, details={"changed": True})
+
+
+def _reset(client, inv):
+    """POST ComputerSystem.Reset (:func:`reset_request`); returns the type sent."""
+    target, reset = reset_request(inv)
+    client.post(target, {"ResetType": reset})
+    return reset

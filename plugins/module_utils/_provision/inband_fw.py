@@ -1,0 +1,354 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""In-band firmware adapters: nvfwupd (NVIDIA GPU/HGX), mlxfwmanager/flint (ConnectX, BlueField), nvme-cli.
+
+Each adapter queries the running versions with the vendor tool, updates with it, and queries
+again: the step passes only when the fresh query reads the target ("verify, don't trust"),
+whatever the update command's exit code said.  An absent tool makes the step ``not_run`` with
+the reason (:class:`ToolNotFoundError`), never a fake pass.
+
+Output formats parsed (vendors' documentation):
+
+* ``nvfwupd ... show_version -j`` (nvfwupd >= 2.0.5, NVIDIA nvfwupd guide, "JSON Output Options"):
+  ``{"Firmware Devices": [{"AP Name", "Sys Version", "Pkg Version", "Up-To-Date"}]}``; the plain
+  table (``AP Name  Sys Version  Pkg Version  Up-To-Date`` then dashes) is parsed too.
+* ``mlxfwmanager --query`` (MFT docs): ``Device #N:`` blocks with ``Device Type:``, ``Part Number:``,
+  ``PSID:``, ``PCI Device Name:`` and a ``Versions: Current Available`` table whose ``FW`` row holds
+  the running version; ``flint -d <dev> query``: ``FW Version:`` line.
+* ``nvme list -o json`` (nvme-cli 1.x ``Devices[]`` with ``DevicePath``, ``ModelNumber``, ``Firmware``;
+  2.x ``Devices[].Subsystems[].Controllers[]``); ``nvme fw-log <dev>``: ``afi : 0x1`` and
+  ``frsN : 0x... (VERSION)`` (or ``frsN : VERSION``); the running slot is ``afi & 0x7``;
+  ``fw-download`` prints ``Firmware download success``, ``fw-commit`` prints
+  ``Success committing firmware action:A slot:S``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from urllib.parse import urlsplit
+
+from .._core.errors import (
+    ParseError,
+    SymphonyError,
+    ToolNotFoundError,
+    ValidationError,
+)
+from .._core.gate import failed, not_run, passed
+
+DEFAULT_TIMEOUT_S = 1800
+
+
+def run_tool(argv, timeout_s=DEFAULT_TIMEOUT_S, secrets=()):
+    """Run ``argv``; return ``(rc, stdout, stderr)``.  Raises :class:`ToolNotFoundError` when
+    ``argv[0]`` is not on PATH, :class:`ParseError` on a timeout.  ``secrets`` are masked in errors."""
+    exe = shutil.which(argv[0])
+    if exe is None:
+        raise ToolNotFoundError("%s not found on PATH" % argv[0], where=argv[0])
+    try:
+        proc = subprocess.run([exe] + list(argv[1:]), capture_output=True, text=True, timeout=timeout_s,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        shown = " ".join(argv)
+        for s in secrets:
+            if s:
+                shown = shown.replace(s, "********")
+        raise ParseError("%s did not finish within %gs" % (shown, timeout_s), where=argv[0])
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+# --------------------------------------------------------------------------- parsers
+def parse_nvfwupd_show_version(text):
+    """``show_version`` output (JSON or table) -> ``{AP Name: Sys Version}``.  Raises :class:`ParseError`."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ParseError("show_version -j output is not JSON: %s" % exc, where="nvfwupd")
+        devices = doc.get("Firmware Devices")
+        if not isinstance(devices, list):
+            raise ParseError("show_version -j output has no 'Firmware Devices' list", where="nvfwupd")
+        return {str(d.get("AP Name")): d.get("Sys Version") for d in devices if isinstance(d, dict)}
+    out, in_table = {}, False
+    for line in text.splitlines():
+        if re.match(r"^\s*AP Name\s+Sys Version", line):
+            in_table = True
+            continue
+        if not in_table or re.match(r"^\s*-+(\s+-+)*\s*$", line) or not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) >= 2:
+            out[parts[0]] = parts[1]
+    if not out:
+        raise ParseError("show_version output has no 'AP Name  Sys Version' table", where="nvfwupd")
+    return out
+
+
+def parse_mlxfwmanager_query(text):
+    """``mlxfwmanager --query`` -> ``[{"device", "type", "part_number", "psid", "description", "fw"}]``."""
+    devices, cur, in_versions = [], None, False
+    for line in text.splitlines():
+        m = re.match(r"^\s*Device #\d+:", line)
+        if m:
+            cur = {"device": None, "type": None, "part_number": None, "psid": None, "description": None,
+                   "fw": None, "status": None}
+            devices.append(cur)
+            in_versions = False
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^\s*(Device Type|Part Number|Description|PSID|PCI Device Name|Status):\s*(.*?)\s*$", line)
+        if m:
+            key = {"Device Type": "type", "Part Number": "part_number", "Description": "description",
+                   "PSID": "psid", "PCI Device Name": "device", "Status": "status"}[m.group(1)]
+            cur[key] = m.group(2)
+            in_versions = False
+            continue
+        if re.match(r"^\s*Versions:\s+Current", line):
+            in_versions = True
+            continue
+        if in_versions:
+            m = re.match(r"^\s*FW\s+(\S+)", line)
+            if m:
+                cur["fw"] = m.group(1)
+    if not devices:
+        raise ParseError("mlxfwmanager --query output lists no 'Device #N:' block", where="mlxfwmanager")
+    for d in devices:
+        if not d["device"] or not d["fw"]:
+            raise ParseError("a device block lacks PCI Device Name or the FW version row", where="mlxfwmanager")
+    return devices
+
+
+def parse_flint_query(text):
+    """``flint -d <dev> query`` -> the running FW version.  Raises :class:`ParseError`."""
+    m = re.search(r"^\s*FW Version:\s*(\S+)", text, re.M)
+    if not m:
+        raise ParseError("flint query output has no 'FW Version:' line", where="flint")
+    return m.group(1)
+
+
+def parse_nvme_list(text):
+    """``nvme list -o json`` -> ``[{"device", "model", "firmware"}]`` (nvme-cli 1.x and 2.x shapes)."""
+    try:
+        doc = json.loads(text or "{}")
+    except ValueError as exc:
+        raise ParseError("nvme list -o json output is not JSON: %s" % exc, where="nvme")
+    out = []
+    for d in doc.get("Devices") or []:
+        if "DevicePath" in d:
+            out.append({"device": d["DevicePath"], "model": (d.get("ModelNumber") or "").strip(),
+                        "firmware": (d.get("Firmware") or "").strip()})
+            continue
+        for sub in d.get("Subsystems") or []:
+            for ctrl in sub.get("Controllers") or []:
+                out.append({"device": "/dev/%s" % ctrl.get("Controller"), "model": (ctrl.get("ModelNumber") or "").strip(),
+                            "firmware": (ctrl.get("Firmware") or "").strip()})
+    return out
+
+
+def parse_nvme_fw_log(text):
+    """``nvme fw-log <dev>`` -> ``{"active_slot": n, "slots": {n: version}, "running": version}``."""
+    m = re.search(r"^\s*afi\s*:\s*(0x[0-9a-fA-F]+|\d+)", text, re.M)
+    if not m:
+        raise ParseError("fw-log output has no 'afi' line", where="nvme")
+    afi = int(m.group(1), 0)
+    slots = {}
+    for sm in re.finditer(r"^\s*frs(\d)\s*:\s*(\S+)(?:\s*\((.*?)\))?", text, re.M):
+        version = sm.group(3) if sm.group(3) is not None else sm.group(2)
+        slots[int(sm.group(1))] = version.strip().rstrip(".")
+    active = afi & 0x7
+    return {"active_slot": active, "slots": slots, "running": slots.get(active)}
+
+
+# --------------------------------------------------------------------------- helpers
+def local_image(image_dir, step):
+    """``(path, sha256)`` of the step's image in ``image_dir``, checked against the manifest.
+
+    Raises :class:`ValidationError` when absent or when the sha256 differs (nothing is flashed).
+    """
+    image = step.get("image") or {}
+    name = os.path.basename(urlsplit(image.get("uri", "")).path)
+    path = os.path.join(image_dir or "", name)
+    if not image_dir or not os.path.isfile(path):
+        raise ValidationError("no local copy of %s in image_dir %s" % (name, image_dir), where=step["check"])
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != str(image.get("sha256", "")).lower():
+        raise ValidationError("image sha256 %s differs from the manifest's %s; not flashed"
+                              % (digest.hexdigest(), image.get("sha256")), where=path)
+    return path, digest.hexdigest()
+
+
+def _all_accepted(versions, step):
+    return bool(versions) and all(v in step["accepted"] for v in versions.values())
+
+
+def _fmt(versions):
+    return ", ".join("%s=%s" % kv for kv in sorted(versions.items()))
+
+
+def _select_mlx(devices, step):
+    kind = step.get("kind")
+    rx = re.compile(step.get("inband_match") or (r"BlueField.*" if kind == "dpu" else r"ConnectX.*"), re.I)
+    return [d for d in devices if rx.fullmatch(d.get("type") or "") or rx.fullmatch(d.get("part_number") or "")]
+
+
+# --------------------------------------------------------------------------- adapters
+def nvfwupd_step(step, image_dir, target=None, timeout_s=DEFAULT_TIMEOUT_S):
+    """GPU/HGX firmware with nvfwupd; ``target``: ``{"ip", "user", "password"}`` of the (host-interface) BMC."""
+    tgt = []
+    secrets = []
+    if target:
+        tgt = ["-t", "ip=%s" % target["ip"], "user=%s" % target.get("user", ""),
+               "password=%s" % target.get("password", "")]
+        secrets = [target.get("password")]
+    rx = re.compile((step.get("match") or {}).get("id") or step.get("inband_match") or ".*")
+
+    def query():
+        rc, out, err = run_tool(["nvfwupd"] + tgt + ["show_version", "-j"], timeout_s, secrets)
+        if rc != 0:
+            raise ParseError("nvfwupd show_version exited %d: %s" % (rc, (err or out).strip()[:200]), where="nvfwupd")
+        return {k: v for k, v in parse_nvfwupd_show_version(out).items() if rx.fullmatch(k)}
+
+    before = query()
+    if not before:
+        return failed("nvfwupd lists no firmware device matching %s" % rx.pattern, "check the GPU baseboard is seen")
+    if _all_accepted(before, step):
+        return passed(observed=before, expected=step["accepted"], reason="at accepted version (nvfwupd)")
+    path, digest = local_image(image_dir, step)
+    rc, out, err = run_tool(["nvfwupd"] + tgt + ["update_fw", "-p", path, "-y"], timeout_s, secrets)
+    after = query()
+    evidence = {"rc": rc, "sha256": digest, "output_tail": (out + err)[-400:]}
+    if not _all_accepted(after, step):
+        return failed("after nvfwupd update_fw (exit %d) the devices report %s, expected %s"
+                      % (rc, _fmt(after), step["target"]), "read the nvfwupd output; AC-cycle and rerun",
+                      observed=after, expected=step["target"], evidence=evidence)
+    return passed(observed=after, expected=step["target"], evidence=evidence,
+                  reason="updated to %s (nvfwupd, %s)" % (step["target"], step.get("activation")))
+
+
+def mlxfwmanager_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, tool="mlxfwmanager"):
+    """ConnectX/BlueField firmware with mlxfwmanager (or flint per device)."""
+    def query():
+        rc, out, err = run_tool(["mlxfwmanager", "--query"], timeout_s)
+        if rc != 0:
+            raise ParseError("mlxfwmanager --query exited %d: %s" % (rc, (err or out).strip()[:200]),
+                             where="mlxfwmanager")
+        return _select_mlx(parse_mlxfwmanager_query(out), step)
+
+    devices = query()
+    need = (step.get("match") or {}).get("count", 1)
+    before = {d["device"]: d["fw"] for d in devices}
+    if len(devices) < need:
+        return failed("mlxfwmanager sees %d %s devices, the manifest expects %d" % (len(devices), step["kind"], need),
+                      "check the adapters are seated and mst is started", observed=before)
+    if _all_accepted(before, step):
+        return passed(observed=before, expected=step["accepted"], reason="at accepted version (mlxfwmanager)")
+    path, digest = local_image(image_dir, step)
+    rcs = {}
+    for dev, version in sorted(before.items()):
+        if version in step["accepted"]:
+            continue
+        if tool == "flint":
+            rc, out, err = run_tool(["flint", "-d", dev, "-i", path, "-y", "burn"], timeout_s)
+        else:
+            rc, out, err = run_tool(["mlxfwmanager", "-u", "-d", dev, "-i", path, "-y"], timeout_s)
+        rcs[dev] = rc
+    if tool == "flint":
+        after = {}
+        for dev in before:
+            rc, out, err = run_tool(["flint", "-d", dev, "query"], timeout_s)
+            after[dev] = parse_flint_query(out)
+    else:
+        after = {d["device"]: d["fw"] for d in query()}
+    evidence = {"rc": rcs, "sha256": digest}
+    if not _all_accepted(after, step):
+        return failed("after %s (exit %s) the adapters report %s, expected %s"
+                      % (tool, ",".join(str(v) for v in rcs.values()), _fmt(after), step["target"]),
+                      "reset the host (the new FW activates at reset) or reflash", observed=after,
+                      expected=step["target"], evidence=evidence)
+    return passed(observed=after, expected=step["target"], evidence=evidence,
+                  reason="%d adapters at %s (%s)" % (len(after), step["target"], tool))
+
+
+def nvme_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, slot=2, action=3):
+    """NVMe firmware with nvme-cli: fw-download, fw-commit (``action`` 3: activate without reset), fw-log."""
+    rc, out, err = run_tool(["nvme", "list", "-o", "json"], timeout_s)
+    if rc != 0:
+        raise ParseError("nvme list exited %d: %s" % (rc, (err or out).strip()[:200]), where="nvme")
+    devices = parse_nvme_list(out)
+    models = step.get("models") or []
+    if models:
+        devices = [d for d in devices if d["model"] in models]
+    need = (step.get("match") or {}).get("count", 1)
+    before = {d["device"]: d["firmware"] for d in devices}
+    if len(devices) < need:
+        return failed("nvme list shows %d drives, the manifest expects %d" % (len(devices), need),
+                      "check the drives are seated", observed=before)
+    if _all_accepted(before, step):
+        return passed(observed=before, expected=step["accepted"], reason="at accepted version (nvme-cli)")
+    path, digest = local_image(image_dir, step)
+    after, notes = {}, {}
+    for dev, version in sorted(before.items()):
+        ctrl = re.sub(r"n\d+$", "", dev)
+        if version in step["accepted"]:
+            after[dev] = version
+            continue
+        rc, out, err = run_tool(["nvme", "fw-download", ctrl, "--fw=%s" % path], timeout_s)
+        if rc != 0 or "Firmware download success" not in out:
+            notes[dev] = "fw-download: %s" % (out + err).strip()[:160]
+        rc, out, err = run_tool(["nvme", "fw-commit", ctrl, "--slot=%d" % slot, "--action=%d" % action], timeout_s)
+        if rc != 0 or "Success committing firmware action" not in out:
+            notes[dev] = "fw-commit: %s" % (out + err).strip()[:160]
+        rc, out, err = run_tool(["nvme", "fw-log", ctrl], timeout_s)
+        after[dev] = parse_nvme_fw_log(out)["running"]
+    evidence = {"sha256": digest, "tool_messages": notes}
+    if not _all_accepted(after, step):
+        return failed("after fw-download/fw-commit the drives run %s, expected %s%s"
+                      % (_fmt(after), step["target"], ("; " + "; ".join("%s %s" % kv for kv in sorted(notes.items())))
+                         if notes else ""), "reset the host if the drive activates at reset, else reflash",
+                      observed=after, expected=step["target"], evidence=evidence)
+    return passed(observed=after, expected=step["target"], evidence=evidence,
+                  reason="%d drives run %s (nvme-cli)" % (len(after), step["target"]))
+
+
+ADAPTERS = {"nvfwupd": nvfwupd_step, "mlxfwmanager": mlxfwmanager_step, "nvme_cli": nvme_step}
+
+
+def run_inband(steps, image_dir, nvfwupd_target=None, timeout_s=DEFAULT_TIMEOUT_S):
+    """Run in-band steps in order; returns ``{check: result dict}`` (``status``, ``reason``, ...).
+
+    A step after a failed one is ``blocked``; an absent tool is ``not_run`` with the reason.
+    """
+    out, stop = {}, None
+    for step in steps:
+        check = step["check"]
+        if stop:
+            out[check] = {"status": "blocked", "reason": "blocked by %s (%s)" % (stop[0], stop[1])}
+            continue
+        try:
+            if step["method"] == "nvfwupd":
+                outcome = nvfwupd_step(step, image_dir, nvfwupd_target, timeout_s)
+            elif step["method"] == "flint":
+                outcome = mlxfwmanager_step(step, image_dir, timeout_s, tool="flint")
+            elif step["method"] in ADAPTERS:
+                outcome = ADAPTERS[step["method"]](step, image_dir, timeout_s)
+            else:
+                outcome = failed("method %s is not an in-band method" % step["method"], "fix the manifest")
+        except ToolNotFoundError as exc:
+            outcome = not_run("%s; the runtime lacks the vendor tool for %s" % (exc.message, step.get("component")))
+        except SymphonyError as exc:
+            outcome = failed(str(exc), "read the tool output and rerun")
+        out[check] = {"status": outcome.status, "reason": outcome.reason, "observed": outcome.observed,
+                      "expected": outcome.expected, "remediation": outcome.remediation, "evidence": outcome.evidence}
+        if outcome.status != "pass":
+            stop = (check, outcome.status)
+    return out

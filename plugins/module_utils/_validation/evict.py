@@ -1,0 +1,456 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Evict, replace, rerun: the cluster_validation loop.
+
+Each attempt runs the pretraining job at every scale the SKU names (node counts
+with an MFU target), analyses the run's per-GPU telemetry against peers, and then
+:func:`decide` says what happens next:
+
+* outliers found -> their nodes are drained in Slurm with a reason (ledger event
+  ``drain``), replaced by spares from the twin's spare pool whose ``burn_in`` gate
+  passed (ledger event ``spare_promoted``), and the run is repeated;
+* a scale below its MFU target, or a job that did not complete, with no outlier to
+  blame -> the run is repeated as it is;
+* every scale met its target and no outlier -> ``pass``;
+* attempts exhausted, or no eligible spare left -> ``fail`` with the reason.
+
+Side effects (launch, telemetry, drain, spare choice, events) are injected
+callables, so the decision logic is tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, asdict
+
+from .._core.errors import (
+    SymphonyError,
+    ToolNotFoundError,
+    ValidationError,
+)
+from .._core import gate as _gate
+from .._host.slurm import is_drained as _slurm_is_drained
+
+STAGE = "cluster_validation"
+GRAPH = _gate.CheckGraph(STAGE, [
+    _gate.CheckSpec("training_run", description="the pretraining job ran to completion on this node"),
+    _gate.CheckSpec("mfu_target", ("training_run",), description="every scale met the SKU's MFU target"),
+    _gate.CheckSpec("telemetry_outliers", ("training_run",),
+                    description="no GPU of this node was an outlier against its peers"),
+])
+
+
+@dataclass
+class Scale:
+    """One validation scale: ``nodes`` (None = every active node), MFU target in percent."""
+
+    recipe: str
+    precision: str
+    min_mfu_pct: float
+    nodes: int = None
+    convention: str = "torchtitan"
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def scales_from_targets(targets, recipe=None, default_convention="torchtitan"):
+    """:class:`Scale` list from a SKU's ``validation.mfu_targets`` (all, or those for ``recipe``), smallest first."""
+    scales = [Scale(recipe=t["recipe"], precision=t["precision"], min_mfu_pct=float(t["min_mfu_pct"]),
+                    nodes=t.get("nodes"), convention=t.get("convention", default_convention))
+              for t in targets or [] if recipe is None or t["recipe"] == recipe]
+    if not scales:
+        raise ValidationError("no MFU target%s" % (" for recipe %r" % recipe if recipe else ""),
+                              where="validation.mfu_targets")
+    return sorted(scales, key=lambda s: (s.nodes or 1 << 30, s.precision))
+
+
+def pick_spares(candidates, burn_in, exclude, count):
+    """Up to ``count`` spares, in twin order, whose burn_in gate passed and that are not in ``exclude``.
+
+    ``burn_in``: ``{node: gate status}``.  Returns ``(chosen, skipped)`` where
+    ``skipped`` maps each passed-over spare to why.
+    """
+    chosen, skipped = [], {}
+    for node in candidates:
+        if len(chosen) >= count:
+            break
+        if node in exclude:
+            skipped[node] = "already in use or evicted"
+        elif burn_in.get(node) != _gate.PASS:
+            skipped[node] = "burn_in gate is %s, not pass" % (burn_in.get(node) or "not recorded")
+        else:
+            chosen.append(node)
+    return chosen, skipped
+
+
+def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=None):
+    """Slurm ``NodeName`` of each node and spare: ``({node: slurm_name}, {spare: why skipped})``.
+
+    ``nodes``/``spares``: inventory (twin) hostnames; ``slurm_nodes``: :meth:`_slurm.Slurm.node_states` output
+    (``{NodeName: {"addr", "hostname", ...}}``); ``addresses``: ``{node: address}`` (the inventory's
+    ``ansible_host``); ``explicit``: ``{node: NodeName}`` given by the operator.  A node is its explicit name,
+    else itself when Slurm has a node of that name, else the Slurm node whose ``NodeAddr`` or ``NodeHostName``
+    equals its address (in the demo the twin's ``gpu-r01-u02`` is the lab host ``lab1`` at 10.77.0.11).
+    A node of the run that Slurm does not know, or has drained or down, raises :class:`ValidationError` naming
+    it; such a spare is left out of the spare pool with the reason.
+    """
+    addresses, explicit = addresses or {}, explicit or {}
+    by_addr = {}
+    for name, rec in slurm_nodes.items():
+        for key in (rec.get("addr"), rec.get("hostname")):
+            if key:
+                by_addr.setdefault(key, name)
+    names, skipped = {}, {}
+    for host in list(nodes) + [s for s in spares if s not in nodes]:
+        if explicit.get(host):
+            name, how = explicit[host], "NodeName %s (slurm_names)" % explicit[host]
+        else:
+            name, how = host, "NodeName %s" % host
+            if host not in slurm_nodes and addresses.get(host) in by_addr:
+                name = by_addr[addresses[host]]
+        if name in slurm_nodes:
+            state = slurm_nodes[name].get("state") or ""
+            if _slurm_is_drained(state):
+                # A job asking for a drained node pends until its time-out: refuse up front, with Slurm's reason.
+                why = "Slurm node %s is %s (%s)" % (name, state, slurm_nodes[name].get("reason") or "no reason given")
+                if host in nodes:
+                    raise ValidationError("node %s cannot run: %s; resume it once burn_in passes again, or leave "
+                                          "it out of the play" % (host, why), where=host)
+                skipped[host] = why
+                continue
+            names[host] = name
+            continue
+        why = "Slurm has no %s%s" % (how, " nor a NodeAddr/NodeHostName %s" % addresses[host]
+                                     if not explicit.get(host) and addresses.get(host) else "")
+        if host in nodes:
+            raise ValidationError("node %s is not a Slurm node: %s" % (host, why), where=host)
+        skipped[host] = why
+    return names, skipped
+
+
+def decide(attempt, number, max_attempts, spares_available):
+    """What to do after attempt ``number`` (1-based).
+
+    ``attempt``: ``{"runs": [{"status", "reason", ...}], "outliers": [{"node", ...}]}``.
+    Returns ``{"action": "pass"|"evict"|"rerun"|"fail", "evict": [nodes], "reason"}``;
+    ``evict`` is filled whenever outliers were found (a hot node is drained even
+    when no rerun follows).
+    """
+    evict = []
+    for item in attempt.get("outliers", []):
+        if item["node"] not in evict:
+            evict.append(item["node"])
+    runs = attempt.get("runs", [])
+    failing = [r for r in runs if r["status"] != _gate.PASS]
+    last = number >= max_attempts
+    if evict:
+        if last:
+            return {"action": "fail", "evict": evict,
+                    "reason": "outliers on %s after %d attempt(s); no attempt left" % (", ".join(evict), number)}
+        if spares_available < len(evict):
+            return {"action": "fail", "evict": evict,
+                    "reason": "%d node(s) to replace (%s) but only %d spare(s) passed burn-in"
+                              % (len(evict), ", ".join(evict), spares_available)}
+        return {"action": "evict", "evict": evict,
+                "reason": "outliers on %s: drain, replace from the spare pool, rerun" % ", ".join(evict)}
+    if not runs:
+        return {"action": "fail", "evict": [], "reason": "no scale could run"}
+    if not failing:
+        return {"action": "pass", "evict": [], "reason": "every scale met its MFU target with no outlier"}
+    reason = "; ".join(r["reason"] for r in failing)
+    if last:
+        return {"action": "fail", "evict": [], "reason": "%s (after %d attempt(s))" % (reason, number)}
+    return {"action": "rerun", "evict": [], "reason": "%s; no outlier to blame: rerun" % reason}
+
+
+def _run_scale(scale, nodes, launch, number):
+    if scale.nodes and scale.nodes > len(nodes):
+        return {"scale_nodes": scale.nodes, "precision": scale.precision, "recipe": scale.recipe,
+                "status": _gate.NOT_RUN, "nodes": [],
+                "reason": "scale %d nodes needs more than the %d active node(s)" % (scale.nodes, len(nodes))}
+    used = list(nodes[:scale.nodes] if scale.nodes else nodes)
+    base = {"scale_nodes": len(used), "precision": scale.precision, "recipe": scale.recipe, "nodes": used,
+            "target_pct": scale.min_mfu_pct, "convention": scale.convention}
+    try:
+        out = launch(scale, used, number)
+    except SymphonyError as exc:
+        return dict(base, status=_gate.FAIL, reason="launch at %d node(s) failed: %s" % (len(used), exc))
+    job = out.get("job") or {}
+    run = dict(base, job=job, mfu=out.get("mfu"), log=out.get("log"))
+    if job.get("state") != "COMPLETED" or job.get("exit_code") not in (0, None):
+        return dict(run, status=_gate.FAIL,
+                    reason=("job %s at %d node(s) ended %s (exit %s) %s" % (
+                        job.get("job_id", "?"), len(used), job.get("state", "UNKNOWN"), job.get("exit_code"),
+                        job.get("reason", ""))).strip())
+    mfu = out.get("mfu") or {}
+    if mfu.get("mfu_pct") is None:
+        return dict(run, status=_gate.FAIL, reason="no MFU from the run at %d node(s): %s"
+                    % (len(used), out.get("error", "log had no throughput")))
+    run["mfu_pct"] = mfu["mfu_pct"]
+    if mfu["mfu_pct"] < scale.min_mfu_pct:
+        return dict(run, status=_gate.FAIL, reason="MFU %.2f %% at %d node(s) %s below the target %.2f %% (%s)"
+                    % (mfu["mfu_pct"], len(used), scale.precision, scale.min_mfu_pct, scale.convention))
+    return dict(run, status=_gate.PASS, reason="MFU %.2f %% >= %.2f %% at %d node(s) %s (%s)"
+                % (mfu["mfu_pct"], scale.min_mfu_pct, len(used), scale.precision, scale.convention))
+
+
+def run_validation(nodes, scales, launch, telemetry, drain, spares, max_attempts, on_event=None,
+                   clock=time.time):
+    """The loop.  Returns the validation result (a dict, JSON-serialisable).
+
+    ``launch(scale, nodes, attempt) -> {"job": slurm record, "mfu": _mfu.compute_mfu dict, "log": path}``;
+    ``telemetry(nodes, attempt) -> outliers`` (``_outliers.find_outliers`` dicts) or raises
+    :class:`ToolNotFoundError` (recorded as not analysed); ``drain(node, reason)``;
+    ``spares(count, exclude) -> [node]`` (eligible spares); ``on_event(kind, node, data)``.
+    Result keys: ``status``, ``reason``, ``attempts``, ``final_nodes``, ``evicted``,
+    ``replacements``, ``outliers``, ``actions``, ``telemetry``.
+    """
+    if max_attempts < 1:
+        raise ValidationError("max_attempts must be at least 1", where="max_attempts")
+    if not nodes:
+        raise ValidationError("no node to validate", where="nodes")
+    on_event = on_event or (lambda kind, node, data: None)
+    active, evicted, replacements, all_outliers, actions, attempts = list(nodes), [], [], [], [], []
+    telemetry_note = None
+    decision = None
+    for number in range(1, max_attempts + 1):
+        started = clock()
+        runs = [_run_scale(scale, active, launch, number) for scale in scales]
+        try:
+            outliers = list(telemetry(list(active), number))
+            telemetry_note = None
+        except ToolNotFoundError as exc:
+            outliers, telemetry_note = [], "telemetry not analysed: %s" % exc
+        attempt = {"number": number, "nodes": list(active), "runs": runs, "outliers": outliers,
+                   "started": started, "finished": clock(), "telemetry_note": telemetry_note}
+        all_outliers.extend(dict(o, attempt=number) for o in outliers)
+        eligible = spares(len(active), set(active) | set(evicted))
+        decision = decide(attempt, number, max_attempts, len(eligible))
+        attempt["decision"] = decision
+        attempts.append(attempt)
+        for node in decision["evict"]:
+            reasons = [o["reason"] for o in outliers if o["node"] == node]
+            reason = "cluster_validation attempt %d: %s" % (number, reasons[0] if reasons else "outlier")
+            drain(node, reason[:200])
+            on_event("drain", node, {"reason": reason, "attempt": number,
+                                     "outliers": [o for o in outliers if o["node"] == node]})
+            actions.append("drained %s: %s" % (node, reason))
+            evicted.append(node)
+        if decision["action"] == "evict":
+            chosen = eligible[:len(decision["evict"])]
+            for old, new in zip(decision["evict"], chosen):
+                active[active.index(old)] = new
+                replacements.append({"evicted": old, "spare": new, "attempt": number})
+                on_event("spare_promoted", new, {"replaces": old, "attempt": number})
+                actions.append("promoted spare %s (burn_in pass) to replace %s" % (new, old))
+            actions.append("attempt %d: rerun on %s" % (number + 1, ", ".join(active)))
+            continue
+        if decision["action"] == "rerun":
+            actions.append("attempt %d: %s" % (number + 1, decision["reason"]))
+            continue
+        break
+    status = _gate.PASS if decision["action"] == "pass" else _gate.FAIL
+    return {"status": status, "reason": decision["reason"], "attempts": attempts, "final_nodes": active,
+            "evicted": evicted, "replacements": replacements, "outliers": all_outliers, "actions": actions,
+            "telemetry": telemetry_note or "analysed"}
+
+
+def node_results(result, run_id, clock=time.time):
+    """Check results and gate verdicts per node for the ledger.
+
+    Final nodes get ``training_run``/``mfu_target``/``telemetry_outliers`` from the
+    last attempt; evicted nodes get the attempt that evicted them.  Evidence keys
+    follow the handoff report's conventions (``mfu``, ``gpu_temps``, ``outliers``).
+    Returns ``(results, verdicts)``.
+    """
+    results, verdicts = [], []
+    by_node_attempt = {}
+    for attempt in result["attempts"]:
+        for node in attempt["nodes"]:
+            by_node_attempt[node] = attempt
+    for node, attempt in by_node_attempt.items():
+        runs = [r for r in attempt["runs"] if node in r.get("nodes", [])]
+        mine = [o for o in attempt["outliers"] if o["node"] == node]
+        temps = {"%s/%d" % (o["node"], o["gpu"]): o["value"] for o in attempt["outliers"] if o["metric"] == "temp_c"}
+
+        def training(_ctx, runs=runs):
+            if not runs:
+                return _gate.not_run("no scale ran on this node")
+            bad = [r for r in runs if r["status"] == _gate.FAIL and not r.get("mfu_pct")]
+            if bad:
+                return _gate.failed(bad[0]["reason"], "read the job log; rerun cluster_validation",
+                                    evidence={"jobs": [r.get("job") for r in runs]})
+            return _gate.passed(observed=[r.get("job", {}).get("job_id") for r in runs],
+                                evidence={"jobs": [r.get("job") for r in runs]})
+
+        def mfu(_ctx, runs=runs):
+            below = [r for r in runs if r["status"] != _gate.PASS]
+            ev = {"mfu": {"mfu_pct": runs[-1].get("mfu_pct"), "convention": runs[-1].get("convention"),
+                          "scale_nodes": runs[-1]["scale_nodes"], "precision": runs[-1]["precision"]},
+                  "runs": [{k: r.get(k) for k in ("scale_nodes", "precision", "mfu_pct", "target_pct", "status")}
+                           for r in runs]}
+            if below:
+                return _gate.failed(below[0]["reason"], "tune or replace nodes; rerun cluster_validation",
+                                    observed=below[0].get("mfu_pct"), expected=below[0].get("target_pct"),
+                                    evidence=ev)
+            return _gate.passed(observed=[r.get("mfu_pct") for r in runs],
+                                expected=[r.get("target_pct") for r in runs], evidence=ev)
+
+        def outliers(_ctx, mine=mine, attempt=attempt):
+            if attempt.get("telemetry_note"):
+                return _gate.not_run(attempt["telemetry_note"])
+            ev = {"outliers": mine, "gpu_temps": temps}
+            if mine:
+                return _gate.failed("; ".join(o["reason"] for o in mine),
+                                    "node drained: inspect cooling/thermal interface of the GPU(s) named, "
+                                    "rerun burn_in before returning it to the spare pool", observed=mine,
+                                    evidence=ev)
+            return _gate.passed(reason="no GPU outlier against %d peer node(s)" % len(attempt["nodes"]),
+                                evidence=ev)
+
+        res = GRAPH.run(node, run_id, {"training_run": training, "mfu_target": mfu, "telemetry_outliers": outliers},
+                        clock=clock)
+        results.extend(res)
+        verdicts.append(_gate.compute_gate(GRAPH, res))
+    return results, verdicts
+
+
+# ----------------------------------------------------------------------------- real side effects
+
+def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, partition=None, model=None,
+                   gpu=None, gpus_per_node=8, warmup=1, poll_s=2.0, names=None):
+    """A ``launch`` callable: sbatch ``script`` on the scale's nodes, wait, parse the log, compute MFU.
+
+    ``log_format``: ``torchtitan``, ``megatron`` or ``smoke`` (``_recipes``).  ``model``:
+    an ``_mfu`` model name or dict (default: the scale's recipe label, e.g. ``llama3_8b``);
+    for the smoke workload the model and the measured CPU GEMM peak come from its own
+    summary line.  ``gpu``: accelerator name for the dense peak table.  ``names``: ``{node: Slurm NodeName}``
+    (:func:`resolve_slurm_names`; a node missing from it is its own Slurm name).
+    """
+    names = names or {}
+    from . import mfu as _mfu
+    from . import recipes as _recipes
+    from .._host import slurm as _slurm
+
+    def launch(scale, nodes, attempt):
+        name = "%s-a%d-n%d" % (job_name, attempt, len(nodes))
+        job_id = slurm.submit(script, nodes=[names.get(n, n) for n in nodes], partition=partition, job_name=name)
+        job = slurm.wait(job_id, timeout_s, poll_s=poll_s)
+        log = job.get("stdout") or os.path.join(log_dir, "%s-%s.out" % (name, job_id))
+        out = {"job": job, "log": log, "mfu": None}
+        try:
+            text = _slurm.read_log(log)
+            parsed = _recipes.parse_log(text, log_format, where=log)
+            if log_format == "smoke":
+                if not parsed.get("summary"):
+                    raise _recipes.ParseError("the smoke workload printed no smoke_summary", where=log)
+                shape = _mfu.ModelShape(**_recipes.smoke_shape(parsed["summary"]))
+                peak = parsed["summary"]["gemm_peak_tflops"][0]
+                source = "measured: torch.matmul fp32 GEMM on the run's rank 0 host"
+                tput = _recipes.throughput(parsed, "smoke", warmup=warmup)
+            else:
+                shape = _mfu.model_shape(model or scale.recipe)
+                peak, source = _mfu.peak_tflops(gpu, scale.precision)
+                devices = len(nodes) * max(1, int(gpus_per_node))
+                tput = _recipes.throughput(parsed, log_format, warmup=warmup, seq_len=shape.seq_len,
+                                           n_devices=devices)
+            out["mfu"] = _mfu.compute_mfu(shape, scale.convention, tput["tokens_per_s_per_device"], peak,
+                                          peak_source=source, reported_mfu_pct=tput["reported_mfu_pct"])
+            out["mfu"]["last_loss"] = tput["last_loss"]
+        except SymphonyError as exc:
+            out["error"] = str(exc)
+        return out
+
+    return launch
+
+
+def file_telemetry(path, z_threshold=3.5, delta_c=10.0, max_temp_margin_c=3.0, max_operating_temp_c=None,
+                   names=None):
+    """A ``telemetry`` callable reading the run's telemetry file (the lab's source) and finding outliers.
+
+    Only the GPUs of the nodes in the run are compared with each other.  Rows may name a node by its
+    inventory name or by its Slurm name (``names``: ``{node: Slurm NodeName}``); outliers name the node by its
+    inventory name.
+    """
+    to_node = {slurm_name: node for node, slurm_name in (names or {}).items()}
+    from . import outliers as _outliers
+
+    def telemetry(nodes, attempt):
+        if not os.path.exists(path):
+            raise ToolNotFoundError("telemetry file %s does not exist" % path, where=path)
+        trace = _outliers.load_file(path)
+        gpus = [(gpu[0] if gpu[0] in nodes else to_node.get(gpu[0], gpu[0]),) + tuple(gpu[1:]) for gpu in trace.gpus]
+        keep = [i for i, gpu in enumerate(gpus) if gpu[0] in nodes]
+        if not keep:
+            raise ToolNotFoundError("telemetry file has no sample for %s" % ", ".join(nodes), where=path)
+        sub = _outliers.Telemetry([gpus[i] for i in keep],
+                                  {m: a[keep] for m, a in trace.values.items()}, source=path)
+        return _outliers.find_outliers(sub, z_threshold=z_threshold, delta_c=delta_c,
+                                       max_temp_margin_c=max_temp_margin_c,
+                                       max_operating_temp_c=max_operating_temp_c)
+
+    return telemetry
+
+
+def ledger_spares(ledger, candidates):
+    """A ``spares`` callable: twin spares whose burn_in gate passed in ``ledger``."""
+    def spares(count, exclude):
+        gates = ledger.current_gates()
+        burn_in = {node: stages["burn_in"].status for node, stages in gates.items() if "burn_in" in stages}
+        return pick_spares(candidates, burn_in, exclude, count)[0]
+    return spares
+
+
+def run_cluster_validation(opts, ledger, slurm, run_id):
+    """The whole stage on a Slurm cluster: loop, ledger records, certificate.
+
+    ``opts`` keys: ``nodes``, ``spares`` (twin spare pool, in order), ``script`` (rendered
+    sbatch), ``log_dir``, ``job_name``, ``partition``, ``timeout_s``, ``log_format``,
+    ``targets`` (SKU ``validation.mfu_targets``-shaped), ``telemetry_file``, ``thermal``
+    (``z_threshold``, ``delta_c``, ``max_temp_margin_c``), ``max_operating_temp_c``,
+    ``max_attempts``, ``model``, ``gpu``, ``gpus_per_node``, ``warmup``, ``cluster``,
+    ``sku``, ``out_dir``, ``poll_s``, ``slurm_names`` (``{node: Slurm NodeName}`` where they differ, see
+    :func:`resolve_slurm_names`).  Nodes are named by their inventory names in the ledger and the certificate,
+    by their Slurm names towards Slurm.  Returns ``{"result", "certificate", "paths", "gates"}``.
+    """
+    from . import handoff as _handoff
+    thermal = opts.get("thermal") or {}
+    names = dict(opts.get("slurm_names") or {})
+    scales = scales_from_targets(opts["targets"])
+    launch = slurm_launcher(slurm, opts["script"], opts["log_dir"], opts.get("job_name", "cluster-validation"),
+                            opts.get("timeout_s", 1800), opts["log_format"], partition=opts.get("partition"),
+                            model=opts.get("model"), gpu=opts.get("gpu"), gpus_per_node=opts.get("gpus_per_node", 8),
+                            warmup=opts.get("warmup", 1), poll_s=opts.get("poll_s", 2.0), names=names)
+    if opts.get("telemetry_file"):
+        telemetry = file_telemetry(opts["telemetry_file"], z_threshold=thermal.get("z_threshold", 3.5),
+                                   delta_c=thermal.get("delta_c", 10.0),
+                                   max_temp_margin_c=thermal.get("max_temp_margin_c", 3.0),
+                                   max_operating_temp_c=opts.get("max_operating_temp_c"), names=names)
+    else:
+        def telemetry(nodes, attempt):
+            raise ToolNotFoundError("no telemetry source configured for this run", where="telemetry")
+
+    def on_event(kind, node, data):
+        ledger.record_event(node, kind, dict(data, run_id=run_id))
+
+    def drain(node, reason):
+        slurm.drain(names.get(node, node), reason)
+
+    result = run_validation(list(opts["nodes"]), scales, launch, telemetry, drain,
+                            ledger_spares(ledger, list(opts.get("spares") or [])), int(opts.get("max_attempts", 3)),
+                            on_event=on_event)
+    results, verdicts = node_results(result, run_id)
+    ledger.record_results(results)
+    for verdict in verdicts:
+        ledger.record_gate(verdict, run_id)
+    cert = _handoff.build_certificate(result, opts.get("cluster", "cluster"), opts.get("sku", ""), run_id,
+                                      nccl=_handoff.nccl_from_ledger(ledger, set(result["final_nodes"])))
+    paths = _handoff.write_certificate(cert, opts["out_dir"]) if opts.get("out_dir") else None
+    if paths:
+        ledger.record_event(None, "handoff_certificate", {"run_id": run_id, "status": cert["status"],
+                                                          "json": paths[0], "text": paths[1]})
+    return {"result": result, "certificate": cert, "paths": paths,
+            "gates": {v.node: v.status for v in verdicts}}
