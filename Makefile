@@ -24,7 +24,7 @@ DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-cl
                 chromium rsync procps
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
-        test-integration bench demo lab-up lab-down clean
+        test-types test-integration bench demo lab-up lab-down clean
 
 help:
 	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
@@ -57,10 +57,15 @@ $(COLL):
 	mkdir -p $(dir $(COLL))
 	ln -sfn $(ROOT) $(COLL)
 
-test: bootstrap test-unit test-sanity test-lint test-molecule test-integration
+test: bootstrap test-unit test-types test-sanity test-lint test-molecule test-integration
 
 test-unit: venv collection
 	$(PY) -m pytest -q -n 2 tests/unit
+
+# mypy on the base packages (issue 14); the stage packages are annotated as they are touched.
+test-types: venv collection
+	MYPYPATH=$(COLL_ROOT) $(BIN)/mypy --config-file mypy.ini \
+	  $(foreach p,_core _redfish _fleet _host,-p ansible_collections.symphony.cluster.plugins.module_utils.$(p))
 
 test-sanity: venv collection
 	mkdir -p ~/.ansible/test/cache
