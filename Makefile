@@ -24,11 +24,12 @@ DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-cl
                 chromium rsync procps
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
-        test-types test-integration bench demo lab-up lab-down clean
+        test-types test-docs docs test-integration bench demo lab-up lab-down clean
 
 help:
 	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
 	@echo "make test   - unit + ansible-test sanity + ansible-lint + molecule + integration"
+	@echo "make docs   - the collection's HTML docs site (build/docs/html/index.html)"
 	@echo "make bench  - benchmarks, each writing build/bench/<name>.json"
 	@echo "make lab-up / lab-down - the lab hosts (network namespaces, sshd, Slurm; needs root)"
 
@@ -57,7 +58,7 @@ $(COLL):
 	mkdir -p $(dir $(COLL))
 	ln -sfn $(ROOT) $(COLL)
 
-test: bootstrap test-unit test-types test-sanity test-lint test-molecule test-integration
+test: bootstrap test-unit test-types test-docs test-sanity test-lint test-molecule test-integration
 
 test-unit: venv collection
 	$(PY) -m pytest -q -n 2 tests/unit
@@ -66,6 +67,15 @@ test-unit: venv collection
 test-types: venv collection
 	MYPYPATH=$(COLL_ROOT) $(BIN)/mypy --config-file mypy.ini \
 	  $(foreach p,_core _redfish _fleet _host,-p ansible_collections.symphony.cluster.plugins.module_utils.$(p))
+
+# Collection docs as Ansible collections do them: antsibull-docs lint, changelog fragments lint; `make docs` builds
+# the HTML site into build/docs/html (tests/integration/test_docs_site.py opens it in Chromium).
+test-docs: venv collection
+	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
+	$(BIN)/antsibull-changelog lint
+
+docs: venv collection
+	bash docs/build.sh $(ROOT)/build/docs
 
 test-sanity: venv collection
 	mkdir -p ~/.ansible/test/cache
