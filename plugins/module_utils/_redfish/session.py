@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 try:
     from sushy import auth as sushy_auth
@@ -97,7 +97,7 @@ class Session(Transport):
         self.open()
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 

@@ -11,6 +11,7 @@ What ansible-test validate-modules would catch, as a unit test: the option names
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pathlib
 import re
@@ -23,7 +24,8 @@ from ansible.module_utils.basic import env_fallback
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import argspec
 
 COLLECTION = "ansible_collections.symphony.cluster.plugins"
-MODULES_DIR = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "modules"
+PLUGINS_DIR = pathlib.Path(__file__).resolve().parents[3] / "plugins"
+MODULES_DIR = PLUGINS_DIR / "modules"
 SPEC_CALL = re.compile(r"\b(redfish_argument_spec|fleet_argument_spec)\(")
 COMPARED = ("type", "default", "required", "choices", "elements")
 
@@ -32,12 +34,22 @@ def _connection_modules():
     return sorted(p.stem for p in MODULES_DIR.glob("*.py") if SPEC_CALL.search(p.read_text()))
 
 
+# Imported while the tests are collected: once a test has installed Ansible's collection finder, importing a
+# module of this collection anew goes through it and wants collection metadata a unit run does not load.
+MODULES = {name: importlib.import_module("%s.modules.%s" % (COLLECTION, name)) for name in _connection_modules()}
+
+
 def _fragment(name):
-    # "symphony.cluster.fleet.TWIN_BATCH" -> doc_fragments/fleet.py, ModuleDocFragment.TWIN_BATCH
+    # "symphony.cluster.fleet.TWIN_BATCH" -> doc_fragments/fleet.py, ModuleDocFragment.TWIN_BATCH (read as text,
+    # as ansible-doc reads it, for the same reason as above)
     parts = name.split(".")
     assert parts[:2] == ["symphony", "cluster"], name
-    mod = importlib.import_module("%s.doc_fragments.%s" % (COLLECTION, parts[2]))
-    return yaml.safe_load(getattr(mod.ModuleDocFragment, parts[3] if len(parts) > 3 else "DOCUMENTATION"))
+    wanted = parts[3] if len(parts) > 3 else "DOCUMENTATION"
+    tree = ast.parse((PLUGINS_DIR / "doc_fragments" / ("%s.py" % parts[2])).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModuleDocFragment")
+    text = next(ast.literal_eval(n.value) for n in cls.body
+                if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == wanted for t in n.targets))
+    return yaml.safe_load(text)
 
 
 def _documented_options(module):
@@ -71,7 +83,7 @@ def test_every_connection_module_is_covered():
 
 @pytest.mark.parametrize("name", _connection_modules())
 def test_argument_spec_matches_documentation(name):
-    module = importlib.import_module("%s.modules.%s" % (COLLECTION, name))
+    module = MODULES[name]
     documented = _documented_options(module)
     spec = _spec(module)
     assert sorted(spec) == sorted(documented)
@@ -81,7 +93,7 @@ def test_argument_spec_matches_documentation(name):
 
 @pytest.mark.parametrize("name", _connection_modules())
 def test_connection_options_are_the_one_spec(name):
-    spec = _spec(importlib.import_module("%s.modules.%s" % (COLLECTION, name)))
+    spec = _spec(MODULES[name])
     for opt, entry in argspec.bmc_connection_argument_spec().items():
         assert spec[opt] == entry, "%s: option %s differs from the one BMC connection spec" % (name, opt)
     assert spec["password"]["no_log"] is True
