@@ -21,7 +21,9 @@ import yaml
 
 from ansible.module_utils.basic import env_fallback
 
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import argspec
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import client_from_params
 
 COLLECTION = "ansible_collections.symphony.cluster.plugins"
 PLUGINS_DIR = pathlib.Path(__file__).resolve().parents[3] / "plugins"
@@ -113,3 +115,12 @@ def test_specs_are_fresh_dicts():
     one = argspec.redfish_argument_spec()
     one["retries"]["default"] = 99
     assert argspec.redfish_argument_spec()["retries"]["default"] == 2
+
+
+@pytest.mark.parametrize("missing", ["username", "password"])
+def test_one_bmc_client_still_needs_credentials(missing):
+    # the spec leaves them optional for the fleet modules; a single-BMC module fails before any request
+    params = {"bmc_url": "https://bmc.test", "username": "admin", "password": "s3cr3t-Passw0rd"}
+    params[missing] = None
+    with pytest.raises(ValidationError, match="missing required arguments: %s" % missing):
+        client_from_params(params)
