@@ -8,6 +8,8 @@ unreachable (:class:`RedfishConnectionError`), too slow (:class:`RedfishTimeout`
 (:class:`RedfishAuthError`), an HTTP error answer with its ``@Message.ExtendedInfo``
 (:class:`RedfishHTTPError`, :class:`RedfishInvalidResponse`), a failed task
 (:class:`RedfishTaskError`) and a resource that lacks what it must hold (:class:`RedfishIncomplete`).
+:func:`http_error` turns an HTTP error answer into its typed error, with every ExtendedInfo entry in the message
+(as community.crypto's ``_acme/errors.py`` builds its message from the problem document).
 """
 
 from __future__ import annotations
@@ -74,3 +76,41 @@ class RedfishTaskError(RedfishError):
 
 class RedfishIncomplete(RedfishError):
     """A resource answered but lacks what it must hold (a collection without ``Members``)."""
+
+
+def format_extended_info(info: dict[str, Any]) -> str:
+    """One resolved ExtendedInfo entry as text: ``MessageId: Message (args a, b) [Prop1, Prop2]``."""
+    item = info.get("MessageId") or ""
+    if info.get("Message") and info.get("Message") != info.get("MessageId"):
+        item = "%s: %s" % (item, info["Message"]) if item else info["Message"]
+    if info.get("MessageArgs"):
+        item += " (args %s)" % ", ".join(str(a) for a in info["MessageArgs"])
+    if info.get("RelatedProperties"):
+        item += " [%s]" % ", ".join(str(p) for p in info["RelatedProperties"])
+    return item
+
+
+def http_error(status: Optional[int], *, host: str, method: str, path: str, extended_info: list[dict[str, Any]],
+               body_excerpt: Optional[str] = None, code: Optional[str] = None, retry_after_s: Optional[float] = None,
+               username: Optional[str] = None, login: bool = False) -> RedfishError:
+    """The typed error of an HTTP error answer: 401/403 -> :class:`RedfishAuthError` (``login``: the answer to
+    the login, naming ``username``), else :class:`RedfishHTTPError`.
+
+    The message lists every resolved ExtendedInfo entry (R-21), else the body excerpt (R-13), else a
+    non-generic ``error.code``; a 5xx says the BMC may need a Manager.Reset.  ``retry_after_s`` in seconds.
+    """
+    where = "%s %s" % (host, path)
+    parts = ["HTTP %s" % status] + [format_extended_info(e) for e in extended_info]
+    if not extended_info and body_excerpt:
+        parts.append("body: %r" % body_excerpt)
+    elif not extended_info and code and code != "Base.1.0.GeneralError":
+        parts.append(code)
+    msg = "; ".join(p for p in parts if p)
+    if status in (401, 403):
+        msg = ("login refused for user %r: %s" % (username, msg)) if login else ("access denied: %s" % msg)
+        return RedfishAuthError(msg, where=where, details={"status": status, "method": method, "path": path,
+                                                           "extended_info": extended_info})
+    if status is not None and status >= 500:
+        msg += "; repeated 5xx: the BMC may need a Manager.Reset (not done automatically)"
+    return RedfishHTTPError(msg, where=where, status=status, method=method, path=path, extended_info=extended_info,
+                            body_excerpt=body_excerpt, code=code, retry_after_s=retry_after_s)

@@ -43,13 +43,7 @@ except ImportError as _imp_err:  # reported by the caller with missing_required_
     SUSHY_IMPORT_ERROR = _imp_err
 
 from .._core.errors import RedfishError
-from .errors import (
-    RedfishAuthError,
-    RedfishConnectionError,
-    RedfishHTTPError,
-    RedfishInvalidResponse,
-    RedfishTimeout,
-)
+from .errors import RedfishConnectionError, RedfishInvalidResponse, RedfishTimeout, http_error
 from .registries import MessageRegistries
 from .settings import ClientSettings
 
@@ -309,33 +303,8 @@ class Transport:
     def _http_error(self, status: Optional[int], method: str, path: str, ext: list[dict[str, Any]],
                     excerpt: Optional[str], code: Optional[str] = None, retry_after: Optional[float] = None,
                     login: bool = False) -> RedfishError:
-        """The typed error of an HTTP error answer: 401/403 -> :class:`RedfishAuthError`, else
-        :class:`RedfishHTTPError`; the message lists every ExtendedInfo entry (or the body excerpt)."""
-        where = "%s %s" % (self.host, path)
-        parts = ["HTTP %s" % status]
-        for e in ext:
-            item = e.get("MessageId") or ""
-            if e.get("Message") and e.get("Message") != e.get("MessageId"):
-                item = "%s: %s" % (item, e["Message"]) if item else e["Message"]
-            if e.get("MessageArgs"):
-                item += " (args %s)" % ", ".join(str(a) for a in e["MessageArgs"])
-            if e.get("RelatedProperties"):
-                item += " [%s]" % ", ".join(str(p) for p in e["RelatedProperties"])
-            parts.append(item)
-        if not ext and excerpt:
-            parts.append("body: %r" % excerpt)
-        elif not ext and code and code != "Base.1.0.GeneralError":
-            parts.append(code)
-        msg = "; ".join(p for p in parts if p)
-        if status in (401, 403):
-            msg = ("login refused for user %r: %s" % (self.username, msg)) if login else \
-                ("access denied: %s" % msg)
-            return RedfishAuthError(msg, where=where, details={"status": status, "method": method, "path": path,
-                                                               "extended_info": ext})
-        if status is not None and status >= 500:
-            msg += "; repeated 5xx: the BMC may need a Manager.Reset (not done automatically)"
-        return RedfishHTTPError(msg, where=where, status=status, method=method, path=path, extended_info=ext,
-                                body_excerpt=excerpt, code=code, retry_after_s=retry_after)
+        return http_error(status, host=self.host, method=method, path=path, extended_info=ext, body_excerpt=excerpt,
+                          code=code, retry_after_s=retry_after, username=self.username, login=login)
 
     def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
         """Seconds before re-send ``attempt`` (0-based): ``Retry-After`` (capped) or the backoff."""
