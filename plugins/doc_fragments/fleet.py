@@ -8,7 +8,8 @@ from __future__ import annotations
 class ModuleDocFragment(object):
     """Options of the controller-side modules that reach a batch of BMCs over Redfish at once.
 
-    ``DOCUMENTATION``: how each BMC is reached and the controller's thread pool (every fleet module);
+    ``DOCUMENTATION``: the BMC map and the controller's thread pool (every fleet module, with the connection
+    options of ``symphony.cluster.redfish``);
     ``TWIN_BATCH``: the nodes taken from the twin, the SKU manifests and the per-BMC caps (the modules
     that audit or provision twin nodes).  The argument specs are ``_fleet.fleet_argument_spec()``.
     """
@@ -21,36 +22,6 @@ options:
         writes one for rehearsals). A node in the map is reached there; the module's other options say where
         the others are.
     type: path
-  username:
-    description: BMC user name for nodes not in O(bmc_map) or whose entry names none.
-    type: str
-  password:
-    description: BMC password (vault or AWX credential). Never logged, returned or written to the ledger.
-    type: str
-  auth:
-    description: Redfish session (always deleted), Basic, or session with Basic fallback.
-    type: str
-    choices: [session, basic, auto]
-    default: auto
-  validate_certs:
-    description: Verify the BMCs' TLS certificates; turning it off is reported as a warning.
-    type: bool
-    default: true
-  ca_path:
-    description: CA bundle to verify BMC certificates with.
-    type: path
-  connect_timeout:
-    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
-    type: float
-    default: 5
-  read_timeout:
-    description: Seconds to wait for a BMC's answer, per request.
-    type: float
-    default: 30
-  retries:
-    description: Re-sends after connection errors, timeouts, 408, 429 and 5xx, with backoff and C(Retry-After).
-    type: int
-    default: 2
   workers:
     description: Threads of the controller-side pool (BMCs handled at once).
     type: int

@@ -6,25 +6,28 @@ from __future__ import annotations
 
 
 class ModuleDocFragment(object):
-    """Connection and authentication options of every module that talks to a BMC over Redfish."""
+    """Options of every module that talks to a BMC over Redfish.
+
+    ``DOCUMENTATION``: the BMC connection options, exactly ``_redfish.argspec.bmc_connection_argument_spec()``
+    (every Redfish module, one BMC or a fleet); ``SINGLE_BMC``: the options ``_redfish.argspec.redfish_argument_spec()``
+    adds for a module that talks to one BMC.
+    """
 
     DOCUMENTATION = r"""
 options:
-  bmc_url:
-    description:
-      - The BMC, as C(https://host[:port]) (a bare host gets C(https://); a trailing C(/redfish/v1) is accepted).
-    type: str
-    required: true
   username:
-    description: BMC user name.
+    description:
+      - BMC user name.
+      - Required by the modules that talk to one BMC (C(bmc_url)); a fleet module uses it for the nodes whose
+        C(bmc_map) entry names none.
     type: str
-    required: true
   password:
     description:
-      - BMC password. Never logged, never returned, never written to the ledger.
+      - BMC password (vault or AWX credential). Never logged, never returned, never written to the ledger.
       - Defaults to the E(SYMPHONY_BMC_PASSWORD) environment variable.
+      - Required by the modules that talk to one BMC; a fleet module uses it for the nodes whose C(bmc_map)
+        entry names none.
     type: str
-    required: true
   auth:
     description:
       - V(session) creates a Redfish session (X-Auth-Token) and always deletes it at the end.
@@ -43,11 +46,11 @@ options:
     description: A CA bundle file (or directory) to verify the BMC's certificate with.
     type: path
   connect_timeout:
-    description: Seconds to wait for a TCP/TLS connection to the BMC, per request.
+    description: Seconds to wait for a TCP/TLS connection to a BMC, per request.
     type: float
     default: 5
   read_timeout:
-    description: Seconds to wait for the BMC's answer, per request.
+    description: Seconds to wait for a BMC's answer, per request.
     type: float
     default: 30
   retries:
@@ -55,7 +58,16 @@ options:
       - Re-sends after a connection error, a timeout, HTTP 408, 429 or 5xx (GETs; POST/PATCH only when the
         request was not processed), with exponential backoff or the BMC's C(Retry-After).
     type: int
-    default: 3
+    default: 2
+"""
+
+    SINGLE_BMC = r"""
+options:
+  bmc_url:
+    description:
+      - The BMC, as C(https://host[:port]) (a bare host gets C(https://); a trailing C(/redfish/v1) is accepted).
+    type: str
+    required: true
   max_concurrency:
     description: At most this many requests in flight to one BMC at once.
     type: int

@@ -50,6 +50,7 @@ options:
     default: 10
 extends_documentation_fragment:
   - symphony.cluster.redfish
+  - symphony.cluster.redfish.SINGLE_BMC
   - symphony.cluster.attributes
 attributes:
   check_mode:

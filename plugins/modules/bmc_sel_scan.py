@@ -43,6 +43,7 @@ options:
   validate_certs:
     description: Verify the BMCs' TLS certificates (this module does not return the warning when it is off).
 extends_documentation_fragment:
+  - symphony.cluster.redfish
   - symphony.cluster.fleet
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER

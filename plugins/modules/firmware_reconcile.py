@@ -88,6 +88,7 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - symphony.cluster.redfish
   - symphony.cluster.fleet
   - symphony.cluster.fleet.TWIN_BATCH
   - symphony.cluster.ledger

@@ -35,6 +35,7 @@ options:
     default: [systems, chassis, managers, firmware, sel, readings, bios, capabilities]
 extends_documentation_fragment:
   - symphony.cluster.redfish
+  - symphony.cluster.redfish.SINGLE_BMC
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
   - symphony.cluster.attributes.INFO_MODULE

@@ -71,6 +71,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - symphony.cluster.redfish
   - symphony.cluster.fleet
   - symphony.cluster.fleet.TWIN_BATCH
   - symphony.cluster.ledger

@@ -32,7 +32,8 @@ from .._redfish.model import NodeInventory
 from .._redfish.client import RedfishClient
 # The reader's LogService walk (which logs are SELs, how an entry becomes a SelEntry) is reused as is; only
 # the tree walk is narrowed to Systems/Managers -> LogServices, so a scan costs a few requests, not an audit.
-from .._redfish.reader import _link, _Reader
+from .._redfish.read_base import link as _link
+from .._redfish.read_logs import LogReader as _Reader
 
 CHECK = "bmc_sel_scan"
 REMEDIATION = ("read the SEL entries the BMC logged during burn-in, replace or reseat the part they name "

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .._core.errors import SymphonyError, ValidationError
+from .._redfish.argspec import bmc_connection_argument_spec
 
 DEFAULT_WORKERS = 64
 DEFAULT_PER_BMC = 1
@@ -120,19 +121,7 @@ def run_batch(items, work, workers=DEFAULT_WORKERS, per_key=DEFAULT_PER_BMC, key
     return {host: results[host] for host in hosts}
 
 
-# The modules' side: one argument spec for the options documented in doc_fragments/fleet.py.
-_CONNECTION_SPEC = {
-    "bmc_map": {"type": "path"},
-    "username": {"type": "str"},
-    "password": {"type": "str", "no_log": True},
-    "auth": {"type": "str", "choices": ["session", "basic", "auto"], "default": "auto"},
-    "validate_certs": {"type": "bool", "default": True},
-    "ca_path": {"type": "path"},
-    "connect_timeout": {"type": "float", "default": 5},
-    "read_timeout": {"type": "float", "default": 30},
-    "retries": {"type": "int", "default": 2},
-}
-
+# The modules' side: the fleet options documented in doc_fragments/fleet.py, on top of _redfish.argspec's.
 _TWIN_BATCH_SPEC = {
     "nodes": {"type": "list", "elements": "dict"},
     "twin": {"type": "path"},
@@ -148,14 +137,17 @@ TWIN_BATCH_MODULE_KWARGS = {"mutually_exclusive": [("nodes", "twin")], "required
 
 
 def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS):
-    """The argument spec of a controller-side fleet module (doc fragment ``symphony.cluster.fleet``).
+    """The argument spec of a controller-side fleet module (doc fragments ``symphony.cluster.redfish`` and
+    ``symphony.cluster.fleet``).
 
-    Returns a new dict: the BMC connection options and ``workers`` (default ``workers`` threads),
-    with ``twin_batch`` also ``nodes``/``twin``/``hosts``/``sku_dir``/``max_concurrency``/``per_bmc``/
-    ``registry_dir`` (fragment ``symphony.cluster.fleet.TWIN_BATCH``), then the module's own
-    ``options`` (name -> spec), which may not redefine a shared one.  Raises :class:`ValueError` if one does.
+    Returns a new dict: the one BMC connection spec (``_redfish.argspec.bmc_connection_argument_spec``),
+    ``bmc_map`` and ``workers`` (default ``workers`` threads), with ``twin_batch`` also
+    ``nodes``/``twin``/``hosts``/``sku_dir``/``max_concurrency``/``per_bmc``/``registry_dir`` (fragment
+    ``symphony.cluster.fleet.TWIN_BATCH``), then the module's own ``options`` (name -> spec), which may
+    not redefine a shared one.  Raises :class:`ValueError` if one does.
     """
-    spec = {name: dict(option) for name, option in _CONNECTION_SPEC.items()}
+    spec = bmc_connection_argument_spec()
+    spec["bmc_map"] = {"type": "path"}
     spec["workers"] = {"type": "int", "default": workers}
     if twin_batch:
         spec.update((name, dict(option)) for name, option in _TWIN_BATCH_SPEC.items())

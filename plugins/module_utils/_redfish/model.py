@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The normalised hardware inventory: one model for every vendor's Redfish tree.
 
-Producers (the Redfish reader in ``_redfish_inventory``, in-band collectors)
+Producers (the Redfish reader in ``_redfish.reader``, in-band collectors)
 fill these; consumers (the twin audit, the firmware plan, the fleet audit)
 read only these.  Units are in the field names: ``_gib``, ``_gb``, ``_gbps``,
 ``_w``, ``_c``.  ``None`` always means "not reported", never zero.
@@ -11,7 +11,8 @@ read only these.  Units are in the field names: ``_gib``, ``_gb``, ``_gbps``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
 
 # Component kinds.  GPUs are GPUs whether the BMC lists them as Processors,
 # PCIeDevices or an OEM collection.
@@ -35,23 +36,23 @@ class Component:
     id: str
     uri: str = ""
     name: str = ""
-    model: str = None
-    manufacturer: str = None
-    serial: str = None
-    part_number: str = None
-    firmware_version: str = None
-    location: str = None
-    state: str = None
-    health: str = None
-    pcie_width: int = None
-    pcie_width_max: int = None
-    pcie_gen: int = None
-    pcie_gen_max: int = None
-    memory_gib: float = None
-    speed_gbps: float = None
-    ports: int = None
-    capacity_gb: float = None
-    extra: dict = field(default_factory=dict)
+    model: Optional[str] = None
+    manufacturer: Optional[str] = None
+    serial: Optional[str] = None
+    part_number: Optional[str] = None
+    firmware_version: Optional[str] = None
+    location: Optional[str] = None
+    state: Optional[str] = None
+    health: Optional[str] = None
+    pcie_width: Optional[int] = None
+    pcie_width_max: Optional[int] = None
+    pcie_gen: Optional[int] = None
+    pcie_gen_max: Optional[int] = None
+    memory_gib: Optional[float] = None
+    speed_gbps: Optional[float] = None
+    ports: Optional[int] = None
+    capacity_gb: Optional[float] = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,12 +65,12 @@ class FirmwareItem:
 
     id: str
     name: str = ""
-    version: str = None
+    version: Optional[str] = None
     uri: str = ""
-    updateable: bool = None
-    state: str = None
-    health: str = None
-    related: list = field(default_factory=list)
+    updateable: Optional[bool] = None
+    state: Optional[str] = None
+    health: Optional[str] = None
+    related: list[Optional[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -77,11 +78,11 @@ class SelEntry:
     """One SEL/event log entry: ``severity`` is Redfish ``Severity`` (OK/Warning/Critical)."""
 
     id: str
-    created: str = None
-    severity: str = None
+    created: Optional[str] = None
+    severity: Optional[str] = None
     message: str = ""
-    message_id: str = None
-    sensor_type: str = None
+    message_id: Optional[str] = None
+    sensor_type: Optional[str] = None
     log: str = ""
 
 
@@ -91,12 +92,12 @@ class Reading:
 
     id: str
     kind: str
-    value: float = None
-    units: str = None
+    value: Optional[float] = None
+    units: Optional[str] = None
     name: str = ""
-    health: str = None
-    upper_critical: float = None
-    physical_context: str = None
+    health: Optional[str] = None
+    upper_critical: Optional[float] = None
+    physical_context: Optional[str] = None
 
 
 @dataclass
@@ -109,37 +110,38 @@ class NodeInventory:
     never mistakes "unreadable" for "absent".
     """
 
-    service: dict = field(default_factory=dict)
-    systems: list = field(default_factory=list)
-    chassis: list = field(default_factory=list)
-    managers: list = field(default_factory=list)
-    components: list = field(default_factory=list)
-    firmware: list = field(default_factory=list)
-    sel: list = field(default_factory=list)
-    readings: list = field(default_factory=list)
-    bios: dict = field(default_factory=dict)
-    capabilities: dict = field(default_factory=dict)
-    incomplete: list = field(default_factory=list)
+    service: dict[str, Any] = field(default_factory=dict)
+    systems: list[dict[str, Any]] = field(default_factory=list)
+    chassis: list[dict[str, Any]] = field(default_factory=list)
+    managers: list[dict[str, Any]] = field(default_factory=list)
+    components: list[Component] = field(default_factory=list)
+    firmware: list[FirmwareItem] = field(default_factory=list)
+    sel: list[SelEntry] = field(default_factory=list)
+    readings: list[Reading] = field(default_factory=list)
+    bios: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
     requests: int = 0
 
-    def of_kind(self, kind):
+    def of_kind(self, kind: str) -> list[Component]:
         """Components of ``kind`` (see :data:`KINDS`)."""
         return [c for c in self.components if c.kind == kind]
 
-    def health_rollup(self):
+    def health_rollup(self) -> Optional[str]:
         """Worst ``Status.Health`` over systems, chassis and components: ``OK``/``Warning``/``Critical``/None."""
-        worst = None
+        worst: Optional[str] = None
         for item in list(self.systems) + list(self.chassis):
             worst = _worse(worst, item.get("health"))
         for comp in self.components:
             worst = _worse(worst, comp.health)
         return worst
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
+        """The inventory as plain dicts and lists (``dataclasses.asdict``)."""
         return asdict(self)
 
 
-def _worse(a, b):
+def _worse(a: Optional[str], b: Optional[str]) -> Optional[str]:
     if b not in HEALTH_ORDER:
         return a
     if a not in HEALTH_ORDER or HEALTH_ORDER[b] > HEALTH_ORDER[a]:

@@ -22,11 +22,14 @@ import json
 import os
 import re
 import threading
+from typing import Any, Iterable, Optional
+
+Version = tuple[int, int, int]
 
 _ID_RE = re.compile(r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*)\.(?P<ver>\d+(?:\.\d+){0,2})\.(?P<key>[A-Za-z0-9_]+)$")
 
 
-def parse_message_id(message_id):
+def parse_message_id(message_id: Any) -> tuple[Optional[str], Optional[Version], Optional[str]]:
     """Split a MessageId into ``(prefix, (major, minor, errata) or None, key)``.
 
     ``"Base.1.8.PropertyMissing"`` -> ``("Base", (1, 8, 0), "PropertyMissing")``;
@@ -41,28 +44,29 @@ def parse_message_id(message_id):
             return parts[0], None, parts[-1]
         return None, None, message_id.strip()
     nums = tuple(int(x) for x in m.group("ver").split("."))
-    nums = (nums + (0, 0, 0))[:3]
-    return m.group("prefix"), nums, m.group("key")
+    major, minor, errata = (nums + (0, 0, 0))[:3]
+    return m.group("prefix"), (major, minor, errata), m.group("key")
 
 
-def _version_tuple(text):
+def _version_tuple(text: Any) -> Version:
     try:
         nums = tuple(int(x) for x in str(text).split("."))
     except ValueError:
         return (0, 0, 0)
-    return (nums + (0, 0, 0))[:3]
+    major, minor, errata = (nums + (0, 0, 0))[:3]
+    return major, minor, errata
 
 
-def format_message(template, args):
+def format_message(template: Optional[str], args: Optional[Iterable[Any]]) -> Optional[str]:
     """Substitute ``%1``..``%n`` in a registry template with ``args`` (list of values)."""
     if not template:
         return template
-    args = list(args or [])
+    values = list(args or [])
 
-    def repl(m):
+    def repl(m: re.Match[str]) -> str:
         i = int(m.group(1)) - 1
-        if 0 <= i < len(args):
-            return str(args[i])
+        if 0 <= i < len(values):
+            return str(values[i])
         return m.group(0)
 
     return re.sub(r"%(\d+)", repl, template)
@@ -77,10 +81,11 @@ class MessageRegistries:
     Thread safe for concurrent ``resolve``/``add``.
     """
 
-    def __init__(self, directory=None, include_sushy=True):
-        self._by_prefix = {}
+    def __init__(self, directory: Optional[str] = None, include_sushy: bool = True) -> None:
+        # lower-case prefix -> [(version, Messages)], newest first
+        self._by_prefix: dict[str, list[tuple[Version, dict[str, Any]]]] = {}
         self._lock = threading.Lock()
-        self.sources = []
+        self.sources: list[str] = []
         if directory:
             self.load_directory(directory)
         if include_sushy:
@@ -92,7 +97,7 @@ class MessageRegistries:
             except ImportError:
                 pass
 
-    def load_directory(self, directory):
+    def load_directory(self, directory: str) -> int:
         """Load every MessageRegistry JSON file in ``directory``; return how many were added.
 
         Raises nothing for unreadable files (they are skipped); a missing directory
@@ -114,7 +119,7 @@ class MessageRegistries:
                 added += 1
         return added
 
-    def add(self, doc, source=None):
+    def add(self, doc: Any, source: Optional[str] = None) -> bool:
         """Add one MessageRegistry document; return True if it was one."""
         if not isinstance(doc, dict) or not isinstance(doc.get("Messages"), dict):
             return False
@@ -136,11 +141,12 @@ class MessageRegistries:
             self.sources.append(source or "%s.%s" % (prefix, version))
         return True
 
-    def prefixes(self):
+    def prefixes(self) -> list[str]:
+        """The registry prefixes loaded (lower case), sorted."""
         with self._lock:
             return sorted(self._by_prefix)
 
-    def lookup(self, message_id):
+    def lookup(self, message_id: Any) -> Optional[dict[str, Any]]:
         """Return the registry entry dict for ``message_id`` or None.
 
         Search order: the exact version, then the newest version with the same major
@@ -165,14 +171,14 @@ class MessageRegistries:
                 return messages[key]
         return None
 
-    def resolve(self, message_id, args=None):
+    def resolve(self, message_id: Any, args: Optional[Iterable[Any]] = None) -> Any:
         """Return the formatted message for ``message_id`` with ``args``, or the raw id if unknown."""
         entry = self.lookup(message_id)
         if not entry or not entry.get("Message"):
             return message_id
         return format_message(entry["Message"], args)
 
-    def describe(self, info):
+    def describe(self, info: Any) -> dict[str, Any]:
         """Normalise one ``@Message.ExtendedInfo`` / ``Messages`` entry.
 
         Returns ``{"MessageId", "Message", "MessageArgs", "RelatedProperties", "Severity",
@@ -203,6 +209,6 @@ class MessageRegistries:
         }
 
 
-def message_key(message_id):
+def message_key(message_id: Any) -> Optional[str]:
     """The ``MessageKey`` part of an id (``"iLO.2.14.SystemResetRequired"`` -> ``"SystemResetRequired"``)."""
     return parse_message_id(message_id)[2]

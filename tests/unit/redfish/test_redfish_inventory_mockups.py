@@ -233,7 +233,7 @@ def test_unreachable_part_is_incomplete_not_crash(mockups, shared):
 
 
 def test_cpu_model_from_processor_id_only_when_it_is_a_model_string(read):
-    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.reader import _model_from_processor_id
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.read_systems import _model_from_processor_id
     inv = read("libredfish-nvidia_viking")[0]
     cpus = present(inv, "cpu")
     # Systems/DGX/Processors/DevType1_CPU0..1: Model absent, ProcessorId.EffectiveFamily names the part

@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The base of the inventory reader: the per-read cache of resources, reads that record what failed, helpers.
+
+Every family reader (:mod:`.read_systems`, :mod:`.read_chassis`, ...) builds on :class:`ReaderBase`:
+a part of the tree that cannot be read (error, collection without Members, R-11) is listed in
+``NodeInventory.incomplete`` as ``{"part", "uri", "reason"}``, never as empty; every resource that
+came back (inline through ``$expand`` or fetched) is kept by ``@odata.id`` so nothing is read twice.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Optional
+
+from .._core.errors import RedfishError
+from .client import RedfishClient, RedfishHTTPError
+from .model import Component, NodeInventory
+
+ALL_SECTIONS = ("systems", "chassis", "managers", "firmware", "sel", "readings", "bios", "capabilities")
+# "firmware_ids" (not in ALL_SECTIONS): the FirmwareInventory member list only (ids and links, one request
+# per page instead of one per member) for readers that need to know what is inventoried, not its versions.
+SECTIONS = ALL_SECTIONS + ("firmware_ids",)
+LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
+UNKNOWN_VERSIONS = {"", "N/A", "NA", "n/a", "na", "Unknown", "unknown", "null", "None"}
+_GPU_WORDS = re.compile(r"\b(GPU|H100|H200|H800|A100|A800|B100|B200|GB200|L40S?|MI\d{3}X?|INSTINCT|TESLA)\b", re.I)
+
+
+def link(obj: Any, key: str) -> Optional[str]:
+    """The ``@odata.id`` that property ``key`` of ``obj`` links to, or None."""
+    v = (obj or {}).get(key)
+    if isinstance(v, dict):
+        return v.get("@odata.id")
+    return None
+
+
+def _links_list(obj: Any, key: str) -> list[Any]:
+    v = ((obj or {}).get("Links") or {}).get(key)
+    if isinstance(v, dict):
+        return [v.get("@odata.id")] if v.get("@odata.id") else []
+    if isinstance(v, list):
+        return [x.get("@odata.id") for x in v if isinstance(x, dict) and x.get("@odata.id")]
+    return []
+
+
+def _is_link(obj: Any) -> bool:
+    return isinstance(obj, dict) and "@odata.id" in obj and obj.keys() <= LINK_KEYS
+
+
+def _norm(uri: Any) -> Any:
+    return uri.rstrip("/") if isinstance(uri, str) and uri != "/" else uri
+
+
+def _status(obj: Any) -> tuple[Optional[str], Optional[str]]:
+    st = (obj or {}).get("Status") or {}
+    if not isinstance(st, dict):
+        return None, None
+    return st.get("State"), st.get("Health")
+
+
+def _str(v: Any) -> Optional[str]:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        v = v.strip()
+        return v or None
+    return str(v)
+
+
+def _pcie_gen(text: Any) -> Optional[int]:
+    """``"Gen5"`` -> 5; None when not reported."""
+    if not text:
+        return None
+    m = re.search(r"(\d+)", str(text))
+    return int(m.group(1)) if m else None
+
+
+def _location(obj: Any) -> Optional[str]:
+    loc = (obj or {}).get("Location") or {}
+    part = loc.get("PartLocation") or {}
+    return _str(part.get("ServiceLabel")) or _str(loc.get("Info"))
+
+
+def normalise_version(version: Any) -> Optional[str]:
+    """Firmware version -> str or None (null, "", "N/A" and the like are unknown, R-29)."""
+    if version is None:
+        return None
+    text = str(version).strip()
+    if text in UNKNOWN_VERSIONS:
+        return None
+    return text
+
+
+
+class ReaderBase:
+    """One read of one BMC into ``inv``: the client, the sections asked for, the resource cache.
+
+    ``client``: an opened :class:`RedfishClient`; ``system_id``: only this ``Systems`` member;
+    ``sections``: subset of :data:`SECTIONS`.
+    """
+
+    def __init__(self, client: RedfishClient, inv: NodeInventory, system_id: Optional[str] = None,
+                 sections: Iterable[str] = ALL_SECTIONS) -> None:
+        self.c = client
+        self.inv = inv
+        self.system_id = system_id
+        self.sections = set(sections)
+        self._seen_components: set[str] = set()
+        self._pcie_cache: dict[str, Optional[dict[str, Any]]] = {}
+        # @odata.id -> resource body seen inline or fetched during this read
+        self.cache: dict[str, dict[str, Any]] = {}
+        # PCIe devices a NetworkAdapter names as its own (Controllers[].Links)
+        self.nic_devices: set[Any] = set()
+        levels = getattr(client, "expand_levels", None)
+        self.levels = levels() if callable(levels) else 0
+
+    def incomplete(self, part: str, uri: Optional[str], exc: object) -> None:
+        self.inv.incomplete.append({"part": part, "uri": uri, "reason": str(exc)})
+
+    def remember(self, body: Any) -> Any:
+        """Keep every resource in ``body`` (itself and whatever came back expanded inline)."""
+        stack = [body]
+        while stack:
+            obj = stack.pop()
+            if isinstance(obj, dict):
+                oid = obj.get("@odata.id")
+                if isinstance(oid, str) and "#" not in oid and not obj.keys() <= LINK_KEYS:
+                    key = _norm(oid)
+                    old = self.cache.get(key)
+                    if old is None or len(obj) >= len(old):
+                        self.cache[key] = obj
+                stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+            elif isinstance(obj, list):
+                stack.extend(v for v in obj if isinstance(v, (dict, list)))
+        return body
+
+    def cached(self, uri: Optional[str]) -> Optional[dict[str, Any]]:
+        return self.cache.get(_norm(uri)) if uri else None
+
+    def get(self, part: str, uri: str) -> Optional[dict[str, Any]]:
+        hit = self.cached(uri)
+        if hit is not None:
+            return hit
+        try:
+            return self.remember(self.c.get(uri))
+        except RedfishError as exc:
+            self.incomplete(part, uri, exc)
+            return None
+
+    def _from_cache(self, uri: Optional[str]) -> Optional[list[dict[str, Any]]]:
+        """Members of a collection already seen, as bodies, or None when something is missing."""
+        coll = self.cached(uri)
+        if coll is None or not isinstance(coll.get("Members"), list) or coll.get("Members@odata.nextLink"):
+            return None
+        out, seen = [], set()
+        for m in coll["Members"]:
+            if not isinstance(m, dict):
+                continue
+            oid = _norm(m.get("@odata.id"))
+            if oid in seen:
+                continue
+            seen.add(oid)
+            if _is_link(m):
+                m = self.cached(oid)
+                if m is None:
+                    return None
+            out.append(m)
+        count = coll.get("Members@odata.count")
+        if isinstance(count, int) and count != len(out):
+            return None   # let the client page and warn
+        return out
+
+    def members(self, part: str, uri: str, levels: int = 1) -> list[dict[str, Any]]:
+        hit = self._from_cache(uri)
+        if hit is not None:
+            return hit
+        errors: list[dict[str, Any]] = []
+        try:
+            items = self.c.members(uri, errors=errors, levels=levels)
+        except RedfishError as exc:
+            self.incomplete(part, uri, exc)
+            return []
+        for e in errors:
+            self.incomplete(part, e["uri"], e["reason"])
+        for item in items:
+            self.remember(item)
+        return items
+
+    def fetch(self, part: str, uris: list[str]) -> list[dict[str, Any]]:
+        """Bodies of ``uris`` (cache first, the rest a few at a time); unreadable ones are incomplete."""
+        out = {}
+        todo = []
+        for u in uris:
+            hit = self.cached(u)
+            if hit is not None:
+                out[u] = hit
+            elif u not in todo:
+                todo.append(u)
+        if todo:
+            for u, (body, exc) in zip(todo, self._get_many(todo)):
+                if exc is not None:
+                    self.incomplete(part, u, exc)
+                else:
+                    out[u] = self.remember(body)
+        return [out[u] for u in uris if u in out]
+
+    def _get_many(self, uris: list[str]) -> list[tuple[Optional[dict[str, Any]], Optional[RedfishError]]]:
+        many = getattr(self.c, "get_many", None)
+        if callable(many):
+            return many(uris, errors=[])
+        results: list[tuple[Optional[dict[str, Any]], Optional[RedfishError]]] = []
+        for u in uris:
+            try:
+                results.append((self.c.get(u), None))
+            except RedfishError as exc:
+                results.append((None, exc))
+        return results
+
+    def prefetch(self, wanted: list[tuple[Any, ...]]) -> None:
+        """GET ``[(uri, levels[, kind])]`` expanded, a few at a time, and remember what came back.
+
+        Collections already complete in the cache are skipped.  Failures are left to the
+        reading that follows (which records them as incomplete with the reason).
+        """
+        if not self.levels:
+            return
+        urls = []
+        for want in wanted:
+            uri = want[0]
+            if uri and self._from_cache(uri) is None:
+                url = self.c.expand_url(*want)
+                if url not in urls:
+                    urls.append(url)
+        if not urls:
+            return
+        for body, exc in self._get_many(urls):
+            if exc is None and isinstance(body, dict):
+                self.remember(body)
+
+    def add(self, comp: Component) -> Optional[Component]:
+        key = comp.uri or "%s:%s" % (comp.kind, comp.id)
+        if key in self._seen_components:
+            return None
+        self._seen_components.add(key)
+        self.inv.components.append(comp)
+        return comp
+
+    def pcie_device(self, uri: str) -> Optional[dict[str, Any]]:
+        hit = self.cached(uri)
+        if hit is not None:
+            return hit
+        if uri not in self._pcie_cache:
+            try:
+                self._pcie_cache[uri] = self.c.get(uri)
+            except RedfishHTTPError as exc:
+                if exc.status != 404:
+                    self.incomplete("pcie", uri, exc)
+                self._pcie_cache[uri] = None
+            except RedfishError as exc:
+                self.incomplete("pcie", uri, exc)
+                self._pcie_cache[uri] = None
+        return self._pcie_cache[uri]
+
+    def apply_pcie(self, comp: Component, dev: dict[str, Any]) -> None:
+        iface = dev.get("PCIeInterface") or {}
+        comp.pcie_width = iface.get("LanesInUse")
+        comp.pcie_width_max = iface.get("MaxLanes")
+        comp.pcie_gen = _pcie_gen(iface.get("PCIeType"))
+        comp.pcie_gen_max = _pcie_gen(iface.get("MaxPCIeType"))
+        comp.extra.setdefault("pcie_device", dev.get("@odata.id"))

@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Following Redfish tasks: task monitors and Task resources until the task ends.
+
+Task monitors of any URL shape, 202 on monitor and Task, ``Completed`` with a non-OK
+``TaskStatus`` is a failure, 404 after a BMC reboot is "unknown" (R-15/17/18).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from .errors import RedfishConnectionError, RedfishHTTPError, RedfishTaskError, RedfishTimeout
+from .session import Session
+
+TASK_RUNNING = frozenset(["New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service", "Interrupted"])
+TASK_FAILED = frozenset(["Exception", "Killed", "Cancelled", "Cancelling"])
+
+
+class Tasks(Session):
+    """:meth:`wait_task` on top of the logged-in transport."""
+
+    def wait_task(self, location: str, timeout_s: float = 1800, poll_s: float = 5.0,
+                  task_uri: Optional[str] = None) -> dict[str, Any]:
+        """Follow a task monitor (or Task URI) until the task ends.
+
+        Accepts any monitor URL shape (absolute or relative, used verbatim), 202 from both
+        monitor and Task, ``Retry-After``; learns the Task from the monitor body's
+        ``@odata.id``; survives the BMC being unreachable or 503 while it reboots (R-18).
+
+        Returns ``{"state", "status", "percent", "messages", "task_uri", "body", "unknown"}``:
+        ``state`` ``Completed`` with ``status`` ``OK``/None is success; ``unknown`` is True
+        (state ``Unknown``) when monitor and Task are gone (404), e.g. wiped by a BMC reboot:
+        the caller decides by re-reading FirmwareInventory, not by the vanished task.
+        Raises :class:`RedfishTaskError` for Exception/Killed/Cancelled or Completed with
+        Warning/Critical (R-17), :class:`RedfishTimeout` past ``timeout_s`` (seconds).
+        """
+        deadline = time.monotonic() + float(timeout_s)
+        monitor = self._abs(location)
+        task = self._abs(task_uri) if task_uri else None
+        current = monitor
+        last: dict[str, Any] = {"state": None, "status": None, "percent": None, "messages": [], "task_uri": task,
+                                "body": None, "unknown": False}
+        while True:
+            wait = poll_s
+            try:
+                rsp = self._send("GET", current, ok_statuses=(404, 410))
+            except (RedfishConnectionError, RedfishTimeout) as exc:
+                self._warn("%s unreachable while following task %s (%s); still waiting"
+                           % (self.host, self._rel(monitor), type(exc).__name__))
+            except RedfishHTTPError as exc:
+                if exc.status not in (500, 502, 503, 504):
+                    raise
+                self._warn("%s answered HTTP %s while following task %s; still waiting"
+                           % (self.host, exc.status, self._rel(monitor)))
+            else:
+                body = rsp.body if isinstance(rsp.body, dict) else {}
+                if rsp.status in (404, 410):
+                    if task and current != task:
+                        current = task
+                        continue
+                    last.update(state="Unknown", unknown=True)
+                    return last
+                oid = body.get("@odata.id")
+                if oid and "TaskState" in body and not task:
+                    task = self._abs(oid)
+                    last["task_uri"] = task
+                if "TaskState" in body:
+                    last.update(state=body.get("TaskState"), status=body.get("TaskStatus"),
+                                percent=body.get("PercentComplete"), body=body,
+                                messages=[self.registries.describe(m) for m in body.get("Messages") or []])
+                    state = body.get("TaskState")
+                    if state == "Completed":
+                        if last["status"] in (None, "OK"):
+                            return last
+                        raise self._task_error(last, "completed with TaskStatus %s" % last["status"])
+                    if state in TASK_FAILED:
+                        raise self._task_error(last, "ended %s" % state)
+                    if state not in TASK_RUNNING:
+                        self._warn("%s task %s: unexpected TaskState %r" % (self.host, self._rel(current), state))
+                elif rsp.status in (200, 201, 204) and current == monitor:
+                    # the monitor answers the operation's own response once it is done
+                    last.update(state="Completed", status=last["status"] or "OK", percent=100, body=body or None)
+                    return last
+                elif rsp.status in (200, 201, 204):
+                    self._warn("%s task %s: answer has no TaskState" % (self.host, self._rel(current)))
+                if rsp.retry_after_s is not None:
+                    wait = min(rsp.retry_after_s, self.settings.max_retry_after_s)
+            if time.monotonic() + wait > deadline:
+                raise RedfishTimeout("task %s not finished after %gs (last state %s, %s%%)"
+                                     % (self._rel(monitor), timeout_s, last["state"], last["percent"]),
+                                     where=self.host, details={k: v for k, v in last.items() if k != "body"})
+            self._sleep(wait)
+
+    def _task_error(self, last: dict[str, Any], what: str) -> RedfishTaskError:
+        msgs = "; ".join("%s%s" % ((m.get("MessageId") + ": ") if m.get("MessageId") else "", m.get("Message") or "")
+                         for m in last["messages"])
+        text = "task %s %s%s" % (self._rel(last["task_uri"]) if last["task_uri"] else "", what,
+                                 (": " + msgs) if msgs else "")
+        return RedfishTaskError(text, where=self.host, details={k: v for k, v in last.items() if k != "body"})
