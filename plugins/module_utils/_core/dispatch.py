@@ -15,6 +15,7 @@ import io
 import json
 import os
 import time
+from typing import Any, Iterable, Mapping, Optional
 
 from .errors import SymphonyError
 from .gate import PASS, STAGES
@@ -25,10 +26,12 @@ class ReportError(SymphonyError):
 
 
 
+Row = dict[str, Any]
 DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")
 
 
-def gate_rows(twin, host, stage, failing, results):
+def gate_rows(twin: Mapping[str, Any], host: str, stage: str, failing: Iterable[str],
+              results: Mapping[str, Mapping[str, Any]]) -> list[Row]:
     """Dispatch rows for one node's closed gate: the checks that closed it.
 
     ``failing``: the verdict's ``failing`` names; ``results``: ``{check: CheckResult dict}``.  A ``fail`` or
@@ -44,7 +47,7 @@ def gate_rows(twin, host, stage, failing, results):
             for r in root or picked]
 
 
-def sort_rows(rows):
+def sort_rows(rows: list[Row]) -> list[Row]:
     """Rack walk order: site, rack, U, then stage order, hostname, check (in place; returns ``rows``)."""
     rows.sort(key=lambda d: (str(d["site"] or ""), str(d["rack"] or ""), int(d["u"] or 0),
                              STAGES.index(d["stage"]) if d["stage"] in STAGES else len(STAGES), d["hostname"],
@@ -52,7 +55,8 @@ def sort_rows(rows):
     return rows
 
 
-def dispatch_list(ledger, nodes=None, results=None, gates=None):
+def dispatch_list(ledger: Any, nodes: Optional[Mapping[str, Mapping[str, Any]]] = None, results: Any = None,
+                  gates: Any = None) -> list[Row]:
     """The fleet's current dispatch list, every stage: what a technician walks the floor with.
 
     For each node and stage whose current gate did not pass, :func:`gate_rows`; then the fabric links burn-in
@@ -64,7 +68,7 @@ def dispatch_list(ledger, nodes=None, results=None, gates=None):
     nodes = nodes or {}
     results = ledger.current_results() if results is None else results
     gates = ledger.current_gates() if gates is None else gates
-    by_key = {}
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for res in results:
         by_key.setdefault((res.node, res.stage), {})[res.check] = res.to_dict()
     rows = []
@@ -77,7 +81,7 @@ def dispatch_list(ledger, nodes=None, results=None, gates=None):
     return sort_rows(rows)
 
 
-def write_rows(directory, name, rows, **doc):
+def write_rows(directory: str, name: str, rows: list[Row], **doc: Any) -> dict[str, str]:
     """Write ``<name>.csv`` and ``<name>.json`` (``{**doc, "rows": rows}``) under ``directory``, each replaced
     atomically so a technician's tool never reads half a list.  Returns ``{"csv": path, "json": path}``.
     Raises :class:`ReportError` naming the directory when it cannot be written."""
@@ -99,7 +103,8 @@ def write_rows(directory, name, rows, **doc):
     return paths
 
 
-def write_dispatch_latest(ledger, directory, nodes=None):
+def write_dispatch_latest(ledger: Any, directory: str,
+                          nodes: Optional[Mapping[str, Mapping[str, Any]]] = None) -> dict[str, Any]:
     """Write ``dispatch-latest.csv`` and ``dispatch-latest.json`` (:func:`dispatch_list`) under ``directory``.
 
     ``nodes`` label the rows; a node outside ``nodes`` keeps the labels the previous list gave it.  Returns
@@ -109,7 +114,7 @@ def write_dispatch_latest(ledger, directory, nodes=None):
     directory = os.path.normpath(directory)
     # A run limited to some hosts (--limit) knows only their twin records: the labels of the other nodes on the
     # list come from the list this one replaces, so they keep their rack and U.
-    labels = {}
+    labels: dict[str, Mapping[str, Any]] = {}
     try:
         with open(os.path.join(directory, "dispatch-latest.json"), encoding="utf-8") as handle:
             for row in json.load(handle).get("rows") or []:
@@ -123,7 +128,7 @@ def write_dispatch_latest(ledger, directory, nodes=None):
     return dict(paths, rows=len(rows))
 
 
-def _link_dispatch(events, nodes):
+def _link_dispatch(events: Iterable[Mapping[str, Any]], nodes: Mapping[str, Mapping[str, Any]]) -> list[Row]:
     """Dispatch rows for the fabric links the burn-in fabric tier convicted (latest verdict per link).
 
     A bad link fails no node (both ends pass with other partners), so it would otherwise reach no technician.
@@ -149,7 +154,8 @@ def _link_dispatch(events, nodes):
     return rows
 
 
-def dispatch_rows(nodes, outcomes, stage):
+def dispatch_rows(nodes: Mapping[str, Mapping[str, Any]], outcomes: Mapping[str, Mapping[str, Any]],
+                  stage: str) -> list[Row]:
     """Dispatch list rows for this run's nodes whose ``stage`` gate did not pass (:func:`gate_rows` each).
 
     ``nodes``: ``{hostname: twin node}``; ``outcomes``: ``{hostname: {"gate": GateVerdict
@@ -164,7 +170,7 @@ def dispatch_rows(nodes, outcomes, stage):
     return sort_rows(rows)
 
 
-def write_dispatch(rows, directory, run_id, stage, latest=True):
+def write_dispatch(rows: list[Row], directory: str, run_id: str, stage: str, latest: bool = True) -> dict[str, str]:
     """Write ``dispatch-<run_id>.csv`` and ``.json`` (and, with ``latest``, ``dispatch-latest.*``) under ``directory``.
 
     With a ledger a stage writes ``dispatch-latest.*`` from it instead (:func:`write_dispatch_latest`: every

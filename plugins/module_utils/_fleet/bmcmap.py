@@ -15,9 +15,9 @@ def load_bmc_map(path: str) -> dict[str, dict[str, Any]]:
     """Read a BMC map (the emulator's ``bmcs.json`` or an operator's file).
 
     Accepted shapes: ``{"ca_bundle": path, "nodes": {host: entry}}`` (the emulator's),
-    ``{"bmcs": {host: entry}}``, ``{"nodes": [{"hostname": ...}]}`` or ``{host: entry}``; an entry holds ``url`` (or ``address`` [+ ``port``,
-    ``scheme``]) and optionally ``username``, ``password``, ``ca_bundle``/``ca_path``,
-    ``validate_certs``.  Returns ``{host: {"url", "username", "password", "ca_path",
+    ``{"bmcs": {host: entry}}``, ``{"nodes": [{"hostname": ...}]}`` or ``{host: entry}``; an entry holds
+    ``url`` (or ``address`` [+ ``port``, ``scheme``]) and optionally ``username``, ``password``,
+    ``ca_bundle``/``ca_path``, ``validate_certs``.  Returns ``{host: {"url", "username", "password", "ca_path",
     "validate_certs"}}``.  Raises :class:`ValidationError` naming the file and host.
     """
     try:

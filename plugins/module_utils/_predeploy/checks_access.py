@@ -7,11 +7,14 @@ service root, login and the inventory read.  Each is ``(AuditContext) -> Outcome
 
 from __future__ import annotations
 
-from .._core.gate import failed, not_run, passed
+from typing import Any
+
+from .._core.gate import Outcome, failed, not_run, passed
+from .graph import AuditContext
 from .parts import incomplete_for
 
 
-def check_lease_captured(ctx):
+def check_lease_captured(ctx: AuditContext) -> Outcome:
     disc = ctx.obs.discovery
     if disc is None:
         return not_run("no DHCP lease source configured (set pre_deployment_lease_file and "
@@ -28,7 +31,7 @@ def check_lease_captured(ctx):
                   reason="BMC %s holds %s (%s lease)" % (lease["mac"], lease["address"], lease["source"]))
 
 
-def check_address_reserved(ctx):
+def check_address_reserved(ctx: AuditContext) -> Outcome:
     disc = ctx.obs.discovery
     planned = disc["planned_address"]
     if disc["conflict"]:
@@ -43,7 +46,7 @@ def check_address_reserved(ctx):
                   reason=note)
 
 
-def check_bmc_reachable(ctx):
+def check_bmc_reachable(ctx: AuditContext) -> Outcome:
     ok, reason = ctx.obs.reachable if ctx.obs.reachable is not None else (False, "not attempted")
     url = ctx.obs.endpoint.get("url", "")
     if not ok:
@@ -54,7 +57,7 @@ def check_bmc_reachable(ctx):
     return passed(observed={"url": url, "source": ctx.obs.endpoint.get("source")})
 
 
-def validate_service_root(root):
+def validate_service_root(root: Any) -> list[str]:
     """Problems with a Redfish service root body (list of str; empty when valid).
 
     A valid root has ``RedfishVersion``, ``@odata.id`` ``/redfish/v1/`` (trailing
@@ -75,7 +78,7 @@ def validate_service_root(root):
     return problems
 
 
-def check_service_root(ctx):
+def check_service_root(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("service_root")
     if err:
         return failed("GET /redfish/v1 failed: %s" % err,
@@ -94,7 +97,7 @@ def check_service_root(ctx):
                             "Product": root.get("Product")})
 
 
-def check_login(ctx):
+def check_login(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("login")
     if err:
         return failed("login failed: %s" % err,
@@ -106,7 +109,7 @@ def check_login(ctx):
     return passed()
 
 
-def check_inventory_read(ctx):
+def check_inventory_read(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("inventory")
     if err:
         return failed("reading the Redfish inventory failed: %s" % err,

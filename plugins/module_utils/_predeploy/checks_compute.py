@@ -7,7 +7,8 @@ against the twin and the SKU.  Each is ``(AuditContext) -> Outcome``.
 
 from __future__ import annotations
 
-from .._core.gate import failed, passed
+from .._core.gate import Outcome, failed, passed
+from .graph import AuditContext
 from .parts import (
     absent_parts,
     fmt_gib,
@@ -24,7 +25,7 @@ from .parts import (
 MEMORY_TOLERANCE = 0.005
 
 
-def check_chassis_serial(ctx):
+def check_chassis_serial(ctx: AuditContext) -> Outcome:
     want = ctx.node["serial"]
     chassis = ctx.inv.chassis
     cid = ctx.manifest.get("system", {}).get("chassis_id")
@@ -51,7 +52,7 @@ def check_chassis_serial(ctx):
                   expected=want, observed=main.get("serial"))
 
 
-def check_system_model(ctx):
+def check_system_model(ctx: AuditContext) -> Outcome:
     sysdef = ctx.manifest.get("system", {})
     system = main_system(ctx)
     if system is None:
@@ -83,7 +84,7 @@ def check_system_model(ctx):
                   % (system.get("id"), " or ".join(aliases) or "no alias required"))
 
 
-def check_cpus(ctx):
+def check_cpus(ctx: AuditContext) -> Outcome:
     want = ctx.bom["cpus"]
 
     def evaluate(cpus):
@@ -121,7 +122,7 @@ def check_cpus(ctx):
                           "Processors")
 
 
-def check_memory(ctx):
+def check_memory(ctx: AuditContext) -> Outcome:
     want = ctx.bom["memory"]
     size = want.get("dimm_size_gib")
 

@@ -7,7 +7,8 @@ drives against the SKU's bill of materials.  Each is ``(AuditContext) -> Outcome
 
 from __future__ import annotations
 
-from .._core.gate import failed, not_run, passed
+from .._core.gate import Outcome, failed, not_run, passed
+from .graph import AuditContext
 from .parts import (
     absent_parts,
     fmt_gib,
@@ -27,11 +28,11 @@ GPU_MEMORY_TOLERANCE = 0.08
 NVME_CAPACITY_TOLERANCE = 0.02
 
 
-def check_gpus(ctx):
+def check_gpus(ctx: AuditContext) -> Outcome:
     return tolerate_gaps(_check_gpus(ctx), ctx.inv, ("processors", "pcie"), "the GPU inventory")
 
 
-def _check_gpus(ctx):
+def _check_gpus(ctx: AuditContext) -> Outcome:
     want = ctx.bom["gpus"]
     count = want["count"]
     gpus = ctx.inv.of_kind("gpu")
@@ -69,7 +70,7 @@ def _check_gpus(ctx):
     return passed(expected=want, observed=observed)
 
 
-def check_gpu_pcie_links(ctx):
+def check_gpu_pcie_links(ctx: AuditContext) -> Outcome:
     want = ctx.bom["gpus"]
     gpus = present_parts(ctx.inv.of_kind("gpu"))
     if want["count"] == 0:
@@ -98,11 +99,11 @@ def check_gpu_pcie_links(ctx):
                   + ("" if len(reported) == len(gpus) else "; %d GPUs report no link" % (len(gpus) - len(reported))))
 
 
-def check_nics(ctx):
+def check_nics(ctx: AuditContext) -> Outcome:
     return tolerate_gaps(_check_nics(ctx), ctx.inv, ("network_adapters", "network_ports"), "NetworkAdapters")
 
 
-def _check_nics(ctx):
+def _check_nics(ctx: AuditContext) -> Outcome:
     wanted = ctx.bom.get("nics") or []
     nics = present_parts(ctx.inv.of_kind("nic") + ctx.inv.of_kind("dpu"))
     observed = [{"id": n.id, "model": n.model, "ports": n.ports, "speed_gbps": n.speed_gbps} for n in nics]
@@ -136,11 +137,11 @@ def _check_nics(ctx):
     return passed(expected=wanted, observed=observed)
 
 
-def check_nvme(ctx):
+def check_nvme(ctx: AuditContext) -> Outcome:
     return tolerate_gaps(_check_nvme(ctx), ctx.inv, ("storage", "drives"), "Storage")
 
 
-def _check_nvme(ctx):
+def _check_nvme(ctx: AuditContext) -> Outcome:
     want = ctx.bom.get("nvme")
     models = models_of(want or {})
     # Drives whose protocol the BMC does not report (Supermicro: Protocol null) count when the model is the SKU's.

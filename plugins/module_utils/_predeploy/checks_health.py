@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
+from typing import Any, Optional
 
 from .._core.errors import ValidationError
-from .._core.gate import failed, passed
+from .._core.gate import Outcome, failed, passed
+from .graph import AuditContext
 from .parts import absent_parts, main_system, present_parts, slot_of, unreadable
 
 
-def check_psus(ctx):
+def check_psus(ctx: AuditContext) -> Outcome:
     want = ctx.bom.get("psus")
     if want and want["count"] == 0:
         return passed(reason="the SKU's power supplies are not managed by this BMC (count 0)")
@@ -43,7 +45,7 @@ def check_psus(ctx):
     return passed(expected=want, observed=observed)
 
 
-def check_fans_thermal(ctx):
+def check_fans_thermal(ctx: AuditContext) -> Outcome:
     gap = unreadable(ctx.inv, ("fans", "readings"), "fans and thermal sensors")
     if gap:
         return gap
@@ -80,7 +82,7 @@ def check_fans_thermal(ctx):
     return passed(expected=want, observed=observed)
 
 
-def check_health_rollup(ctx):
+def check_health_rollup(ctx: AuditContext) -> Outcome:
     inv = ctx.inv
     worst = inv.health_rollup()
     bad = ["Systems/%s %s" % (s.get("id"), s.get("health")) for s in inv.systems
@@ -99,7 +101,7 @@ def check_health_rollup(ctx):
     return passed(expected="OK", observed={"rollup": worst})
 
 
-def parse_cutoff(value, now=None):
+def parse_cutoff(value: Any, now: Optional[float] = None) -> Optional[datetime]:
     """SEL cutoff from ``'30d'``/``'12h'``/``'90m'``, an ISO 8601 time, or ``'all'``/None-equivalent.
 
     Returns an aware :class:`datetime` (UTC) or None for ``'all'`` (every entry counts).
@@ -121,7 +123,7 @@ def parse_cutoff(value, now=None):
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def _entry_time(created):
+def _entry_time(created: Any) -> Optional[datetime]:
     if not created:
         return None
     try:
@@ -131,7 +133,7 @@ def _entry_time(created):
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def check_sel_clean(ctx):
+def check_sel_clean(ctx: AuditContext) -> Outcome:
     gap = unreadable(ctx.inv, ("sel",), "the SEL")
     if gap:
         return gap
@@ -159,7 +161,7 @@ def check_sel_clean(ctx):
                   reason="no critical SEL entries since %s" % since)
 
 
-def check_firmware_inventory(ctx):
+def check_firmware_inventory(ctx: AuditContext) -> Outcome:
     gap = unreadable(ctx.inv, ("firmware",), "FirmwareInventory")
     if gap:
         return gap
@@ -197,7 +199,7 @@ _OFF = ("ForceOff", "GracefulShutdown", "PushPowerButton")
 _RESTART = ("ForceRestart", "GracefulRestart", "PowerCycle")
 
 
-def _reset_types(ctx):
+def _reset_types(ctx: AuditContext) -> tuple[list[str], Optional[str]]:
     caps = ctx.inv.capabilities or {}
     if caps.get("power_actions"):
         return list(caps["power_actions"]), caps.get("power_target")
@@ -209,7 +211,7 @@ def _reset_types(ctx):
     return [], None
 
 
-def check_power_control(ctx):
+def check_power_control(ctx: AuditContext) -> Outcome:
     gap = unreadable(ctx.inv, ("capabilities",), "the Reset action's ActionInfo")
     if gap:
         return gap

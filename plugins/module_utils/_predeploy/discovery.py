@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from typing import Any, Iterable, Mapping, Optional
 
 from .._core.errors import ValidationError
 from .leases import LeaseIndex, normalise_mac, read_leases
@@ -22,7 +23,7 @@ except ImportError:  # normalise_mac reports it (the module checks with missing_
     pass
 
 
-def isc_host_reservation(hostname, mac, address):
+def isc_host_reservation(hostname: str, mac: str, address: str) -> str:
     """ISC dhcpd ``host`` stanza reserving ``address`` for ``mac`` (str, ends with a newline).
 
     The stanza name is ``<hostname>-bmc``; raises :class:`ValidationError` on a bad MAC/address.
@@ -33,7 +34,7 @@ def isc_host_reservation(hostname, mac, address):
             % (hostname, mac, addr))
 
 
-def kea_reservation(hostname, mac, address, subnet_id=None):
+def kea_reservation(hostname: str, mac: str, address: str, subnet_id: Optional[int] = None) -> dict[str, Any]:
     """Kea DHCPv4 host reservation for ``subnet4[].reservations`` (or ``reservation-add``).
 
     Returns ``{"hw-address", "ip-address", "hostname"[, "subnet-id"]}``.
@@ -46,7 +47,7 @@ def kea_reservation(hostname, mac, address, subnet_id=None):
     return out
 
 
-def _reservation_address(address, hostname):
+def _reservation_address(address: Any, hostname: str) -> str:
     try:
         addr = netaddr.IPAddress(address)
     except (netaddr.AddrFormatError, TypeError, ValueError):
@@ -56,7 +57,7 @@ def _reservation_address(address, hostname):
     return str(addr)
 
 
-def render_reservations(reservations, fmt):
+def render_reservations(reservations: Iterable[Mapping[str, Any]], fmt: str) -> str:
     """Render a list of ``{"hostname", "mac", "address", "subnet_id"}`` as one file's text.
 
     ``fmt`` ``isc``: concatenated ``host`` stanzas; ``kea``: a JSON document
@@ -71,7 +72,7 @@ def render_reservations(reservations, fmt):
     raise ValidationError("unknown reservation format %r (isc or kea)" % (fmt,), where="reservation_format")
 
 
-def discover_node(node, index):
+def discover_node(node: Mapping[str, Any], index: LeaseIndex) -> dict[str, Any]:
     """Discovery of one twin node against a :class:`LeaseIndex`.
 
     ``node``: twin node dict (``hostname``, ``bmc_mac``, ``bmc_address``,
@@ -100,7 +101,7 @@ def discover_node(node, index):
     }
 
 
-def tcp_reachable(host, port, timeout_s=5.0):
+def tcp_reachable(host: Any, port: Any, timeout_s: float = 5.0) -> tuple[bool, str]:
     """Open and close a TCP connection to ``host:port``.
 
     Returns ``(True, "")`` or ``(False, reason)`` where reason is the socket error
@@ -115,7 +116,7 @@ def tcp_reachable(host, port, timeout_s=5.0):
         return False, "TCP connect to %s:%s failed: %s" % (host, port, (exc.strerror or str(exc)).lower())
 
 
-def plan_reservations_file(path, content):
+def plan_reservations_file(path: str, content: str) -> tuple[bool, dict[str, str]]:
     """Desired-vs-observed for the reservations file: ``(changed, diff)``.
 
     Pure apart from reading ``path``; ``diff`` is Ansible's ``{"before", "after",
@@ -131,7 +132,7 @@ def plan_reservations_file(path, content):
     return before != content, {"before": before, "after": content, "before_header": path, "after_header": path}
 
 
-def module_bmc_discover(params, check_mode=False):
+def module_bmc_discover(params: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
     """The ``bmc_discover`` module's work: find each node's BMC lease, render reservations, optionally probe.
 
     ``params``: ``lease_file``, ``lease_format``, ``nodes`` (``hostname``, ``bmc_mac``,

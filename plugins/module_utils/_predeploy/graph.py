@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, Iterable, Mapping, Optional
 
 from .._core.gate import CheckGraph, CheckSpec
+from .._redfish.model import NodeInventory
 
 
 STAGE = "pre_deployment"
@@ -44,7 +46,8 @@ CHECKS = (
 CHECK_NAMES = tuple(spec.name for spec in CHECKS)
 
 
-def check_graph(manifest=None, profile="production", optional=()):
+def check_graph(manifest: Optional[Mapping[str, Any]] = None, profile: str = "production",
+                optional: Iterable[str] = ()) -> CheckGraph:
     """The stage's :class:`CheckGraph`, with the checks the SKU's ``gates.<profile>.pre_deployment.optional``
     and ``optional`` name made not required."""
     graph = CheckGraph(STAGE, CHECKS)
@@ -66,14 +69,14 @@ class Observation:
     ``elapsed_s``: seconds spent on this node.
     """
 
-    endpoint: dict = field(default_factory=dict)
-    discovery: dict = None
-    lease_source: str = None
-    reachable: tuple = None
-    service_root: dict = None
-    login: bool = None
-    inventory: object = None
-    errors: dict = field(default_factory=dict)
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    discovery: Optional[dict[str, Any]] = None
+    lease_source: Optional[str] = None
+    reachable: Optional[tuple[bool, str]] = None
+    service_root: Optional[dict[str, Any]] = None
+    login: Optional[bool] = None
+    inventory: Optional[NodeInventory] = None
+    errors: dict[str, str] = field(default_factory=dict)
     requests: int = 0
     elapsed_s: float = 0.0
 
@@ -82,16 +85,19 @@ class Observation:
 class AuditContext:
     """Everything a check reads: the twin node, its SKU manifest, the observation, the SEL cutoff."""
 
-    node: dict
-    manifest: dict
+    node: dict[str, Any]
+    manifest: dict[str, Any]
     obs: Observation
-    sel_cutoff: datetime = None
+    sel_cutoff: Optional[datetime] = None
     now: float = 0.0
 
     @property
-    def inv(self):
+    def inv(self) -> Any:
+        """The :class:`NodeInventory` (typed ``Any``: the checks that read it run only once ``inventory_read``
+        passed, so it is there)."""
         return self.obs.inventory
 
     @property
-    def bom(self):
+    def bom(self) -> dict[str, Any]:
+        """The SKU's bill of materials."""
         return self.manifest.get("bom", {})

@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
+from typing import Any, Optional
 
-from .._core.gate import compute_gate
+from .._core.gate import CheckGraph, CheckResult, GateVerdict, compute_gate
 from .checks_access import (
     check_address_reserved,
     check_bmc_reachable,
@@ -26,7 +28,7 @@ from .checks_health import (
     check_psus,
     check_sel_clean,
 )
-from .graph import AuditContext, check_graph
+from .graph import AuditContext, Observation, check_graph
 
 
 CHECK_FUNCTIONS = {
@@ -53,7 +55,9 @@ CHECK_FUNCTIONS = {
 }
 
 
-def judge(node, manifest, obs, run_id, graph=None, sel_cutoff=None, now=None):
+def judge(node: dict[str, Any], manifest: dict[str, Any], obs: Observation, run_id: str,
+          graph: Optional[CheckGraph] = None, sel_cutoff: Optional[datetime] = None,
+          now: Optional[float] = None) -> tuple[list[CheckResult], GateVerdict]:
     """Run every check for one node; returns ``(results, verdict)``.
 
     ``results``: list of :class:`CheckResult` in graph order; ``verdict``:

@@ -34,6 +34,7 @@ import io
 import re
 import time
 from dataclasses import dataclass, asdict
+from typing import Any, Iterable, Optional
 
 from .._core.errors import ParseError, ValidationError
 
@@ -58,24 +59,25 @@ class Lease:
     """
 
     address: str
-    mac: str = None
+    mac: Optional[str] = None
     state: str = "active"
-    starts: float = None
-    ends: float = None
-    hostname: str = None
-    subnet_id: int = None
+    starts: Optional[float] = None
+    ends: Optional[float] = None
+    hostname: Optional[str] = None
+    subnet_id: Optional[int] = None
     source: str = ""
     line: int = 0
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
+        """The lease as a JSON-ready dict (its fields)."""
         return asdict(self)
 
-    def is_current(self, now):
+    def is_current(self, now: float) -> bool:
         """True when the lease is active and not past its end at ``now`` (UNIX seconds)."""
         return self.state == "active" and (self.ends is None or self.ends > now)
 
 
-def normalise_mac(value, where="mac"):
+def normalise_mac(value: Any, where: str = "mac") -> str:
     """``'3C-EC-EF-12-34-56'`` -> ``'3c:ec:ef:12:34:56'``; raises :class:`ValidationError` when malformed."""
     if not HAS_NETADDR:
         raise ValidationError("the netaddr Python library is required", where=where)
@@ -153,7 +155,7 @@ def _isc_tokens(text):
         yield start_line, "".join(buf).strip(), ""
 
 
-def parse_isc_leases(text, where="dhcpd.leases"):
+def parse_isc_leases(text: str, where: str = "dhcpd.leases") -> list[Lease]:
     """Parse an ISC dhcpd leases file into a list of :class:`Lease` (file order, duplicates kept).
 
     Only ``lease <ip> { }`` stanzas are leases; ``host``, ``server-duid``,
@@ -211,7 +213,7 @@ def parse_isc_leases(text, where="dhcpd.leases"):
 
 # --------------------------------------------------------------------------- Kea
 
-def parse_kea_csv(text, where="kea-leases4.csv"):
+def parse_kea_csv(text: str, where: str = "kea-leases4.csv") -> list[Lease]:
     """Parse a Kea memfile lease4 CSV into a list of :class:`Lease` (file order, duplicates kept).
 
     Columns are found by the header's names (they vary by Kea version).  A row
@@ -269,7 +271,7 @@ def parse_kea_csv(text, where="kea-leases4.csv"):
 
 # --------------------------------------------------------------------------- dnsmasq
 
-def parse_dnsmasq_leases(text, where="dnsmasq.leases"):
+def parse_dnsmasq_leases(text: str, where: str = "dnsmasq.leases") -> list[Lease]:
     """Parse a dnsmasq leases file into a list of :class:`Lease` (IPv4 part only).
 
     Raises :class:`ParseError` naming ``where`` and the line on a short line or bad value.
@@ -307,7 +309,7 @@ def parse_dnsmasq_leases(text, where="dnsmasq.leases"):
 _PARSERS = {"isc": parse_isc_leases, "kea": parse_kea_csv, "dnsmasq": parse_dnsmasq_leases}
 
 
-def read_leases(path, fmt):
+def read_leases(path: str, fmt: str) -> list[Lease]:
     """Read and parse the lease file at ``path`` in format ``fmt`` (``isc``/``kea``/``dnsmasq``).
 
     Raises :class:`ValidationError` on an unknown format, :class:`ParseError` when
@@ -331,7 +333,7 @@ class LeaseIndex:
     append).  ``now`` (UNIX seconds) decides which leases have ended.
     """
 
-    def __init__(self, leases, now=None):
+    def __init__(self, leases: Iterable[Lease], now: Optional[float] = None) -> None:
         self.now = time.time() if now is None else now
         latest = {}
         for lease in leases:
@@ -342,7 +344,7 @@ class LeaseIndex:
             if lease.mac:
                 self.by_mac.setdefault(lease.mac, []).append(lease)
 
-    def find(self, mac):
+    def find(self, mac: Any) -> tuple[Optional[Lease], str]:
         """Return ``(lease, note)`` for ``mac``.
 
         ``lease`` is the current lease with the latest start (None when there is
@@ -363,7 +365,7 @@ class LeaseIndex:
                  if last.ends is not None else "")
         return None, "only a stale lease for BMC MAC %s: %s%s (state %s)" % (mac, last.address, ended, last.state)
 
-    def holder(self, address):
+    def holder(self, address: str) -> Optional[Lease]:
         """The current lease of ``address`` (any MAC), or None."""
         lease = self.by_address.get(str(address))
         return lease if lease is not None and lease.is_current(self.now) else None

@@ -8,30 +8,36 @@ inventory read, each step's failure kept in the :class:`Observation` for the che
 from __future__ import annotations
 
 import time
+from typing import Any, Callable, Mapping, Optional
 from urllib.parse import urlsplit
 
 from .._core.errors import SymphonyError
 from .._fleet.client import bmc_client
+from .._fleet.settings import BmcFleetSettings
 from .._redfish.client import RedfishClient
+from .._redfish.model import NodeInventory
 from .._redfish.reader import read_inventory
 from .discovery import tcp_reachable
 from .graph import Observation
 
 
-def _host_port(url):
+def _host_port(url: str) -> tuple[Optional[str], int]:
     parts = urlsplit(url if "://" in url else "https://" + url)
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def audit_client(*args, **kwargs):
+def audit_client(*args: Any, **kwargs: Any) -> RedfishClient:
     """The audit's :class:`RedfishClient`: ``keep_alive=True`` (one TCP+TLS handshake per connection
     instead of one per request; an audit's burst of GETs lasts seconds), other arguments as given."""
     kwargs.setdefault("keep_alive", True)
     return RedfishClient(*args, **kwargs)
 
 
-def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=None, client_factory=None,
-                 reader=None, registries=None, probe=tcp_reachable):
+def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mapping[str, Any],
+                 settings: BmcFleetSettings, discovery: Optional[dict[str, Any]] = None,
+                 lease_source: Optional[str] = None, client_factory: Optional[Callable[..., Any]] = None,
+                 reader: Optional[Callable[[Any], NodeInventory]] = None, registries: Any = None,
+                 probe: Callable[[Any, int, float], tuple[bool, str]] = tcp_reachable) -> tuple[Observation, list[str]]:
     """Observe one node over the network; never raises for the node's own problems.
 
     ``endpoint``/``entry`` from :func:`_fleet.endpoint.resolve_endpoint`; ``client_factory``: callable
@@ -44,7 +50,7 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
     """
     started = time.monotonic()
     obs = Observation(endpoint=endpoint, discovery=discovery, lease_source=lease_source)
-    warnings = []
+    warnings: list[str] = []
     host, port = _host_port(endpoint["url"])
     obs.reachable = probe(host, port, settings.connect_timeout)
     if not obs.reachable[0]:
@@ -91,7 +97,7 @@ def observe_node(node, endpoint, entry, settings, discovery=None, lease_source=N
 AUDIT_SECTIONS = ("systems", "chassis", "managers", "sel", "readings", "capabilities", "firmware_ids")
 
 
-def read_for_audit(client):
+def read_for_audit(client: Any) -> NodeInventory:
     """Read what the pre-deployment checks judge, in as few Redfish requests as the BMC allows.
 
     ``_redfish.reader.read_inventory`` over :data:`AUDIT_SECTIONS`: ``$expand`` where the

@@ -9,15 +9,18 @@ Each helper reads the :class:`NodeInventory` and the SKU of an :class:`AuditCont
 from __future__ import annotations
 
 import re
+from typing import Any, Callable, Iterable, Mapping, Optional
 
-from .._core.gate import PASS, failed
+from .._core.gate import PASS, Outcome, failed
+from .._redfish.model import Component, NodeInventory
+from .graph import AuditContext
 
 
-def _norm(text):
+def _norm(text: Any) -> str:
     return re.sub(r"[^a-z0-9]", "", str(text or "").lower())
 
 
-def model_matches(expected, observed):
+def model_matches(expected: Any, observed: Any) -> bool:
     """True when ``observed`` names the part ``expected`` names.
 
     Case, spaces and punctuation are ignored and either may contain the other, so
@@ -28,19 +31,22 @@ def model_matches(expected, observed):
     return bool(e) and bool(o) and (e in o or o in e)
 
 
-def present_parts(components):
+def present_parts(components: Iterable[Component]) -> list[Component]:
+    """The parts the BMC lists as there (any state but ``Absent``)."""
     return [c for c in components if c.state not in ("Absent",)]
 
 
-def absent_parts(components):
+def absent_parts(components: Iterable[Component]) -> list[Component]:
+    """The empty slots the BMC lists (state ``Absent``)."""
     return [c for c in components if c.state == "Absent"]
 
 
-def slot_of(comp):
+def slot_of(comp: Component) -> str:
+    """How a reason names a part: its location (silkscreen label) where the BMC gives one, else its Id."""
     return comp.location or comp.id
 
 
-def missing_slots(ids, expected_count):
+def missing_slots(ids: Iterable[Any], expected_count: int) -> list[str]:
     """Slots that should exist but are not listed, inferred from numbered ids.
 
     ``['GPU1', 'GPU2', 'GPU4']`` with 4 expected -> ``['GPU3']``; ids numbered from
@@ -60,7 +66,7 @@ def missing_slots(ids, expected_count):
     return ["%s%d" % (prefix, n) for n in range(base, base + expected_count) if n not in nums]
 
 
-def incomplete_for(inv, *parts):
+def incomplete_for(inv: NodeInventory, *parts: str) -> list[str]:
     """Entries of ``inv.incomplete`` (``{"part", "uri", "reason"}``) for any of ``parts``, as strings."""
     out = []
     for item in inv.incomplete or []:
@@ -72,7 +78,9 @@ def incomplete_for(inv, *parts):
     return out
 
 
-def unreadable(inv, words, what, remediation=None):
+def unreadable(inv: NodeInventory, words: Iterable[str], what: str,
+               remediation: Optional[str] = None) -> Optional[Outcome]:
+    """A ``fail`` naming what of ``words`` could not be read, or None when all of it was read."""
     gaps = incomplete_for(inv, *words)
     if gaps:
         return failed("%s could not be read from the BMC: %s" % (what, "; ".join(gaps[:3])),
@@ -81,11 +89,13 @@ def unreadable(inv, words, what, remediation=None):
     return None
 
 
-def fmt_gib(value):
+def fmt_gib(value: Optional[float]) -> str:
+    """GiB in a reason: whole numbers without decimals (``80``), others with one (``79.6``)."""
     return ("%.0f" % value) if value is not None and abs(value - round(value)) < 0.05 else "%.1f" % (value or 0)
 
 
-def main_system(ctx):
+def main_system(ctx: AuditContext) -> Optional[dict]:
+    """The ComputerSystem the SKU describes: its ``system_id``, else the one whose model matches, else the first."""
     systems = ctx.inv.systems
     sysdef = ctx.manifest.get("system", {})
     if sysdef.get("system_id"):
@@ -99,7 +109,7 @@ def main_system(ctx):
     return systems[0] if systems else None
 
 
-def tolerate_gaps(outcome, inv, parts, what):
+def tolerate_gaps(outcome: Outcome, inv: NodeInventory, parts: Iterable[str], what: str) -> Outcome:
     """Count checks: an unreadable part only matters when what was read falls short.
 
     A pass stays a pass (the unreadable parts are named in its reason); a fail
@@ -118,12 +128,12 @@ def tolerate_gaps(outcome, inv, parts, what):
                   expected=outcome.expected, observed=outcome.observed)
 
 
-def _system_of(comp):
+def _system_of(comp: Component) -> Optional[str]:
     m = re.search(r"/Systems/([^/]+)/", comp.uri or "")
     return m.group(1) if m else None
 
 
-def per_system(ctx, comps, evaluate):
+def per_system(ctx: AuditContext, comps: list[Component], evaluate: Callable[[list[Component]], Outcome]) -> Outcome:
     """Evaluate ``comps`` per ComputerSystem and pass if any system passes.
 
     Multi-system BMCs (GB200: System_0 and HGX_Baseboard_0) list the same CPUs and
@@ -148,7 +158,7 @@ def per_system(ctx, comps, evaluate):
     return outcomes[sid]
 
 
-def unique_parts(components):
+def unique_parts(components: Iterable[Component]) -> list[Component]:
     """One entry per physical part: BMCs list a drive under both a System's Storage and a Chassis (GB200).
 
     Parts are the same when their serials match, or (no serial) their Id and model match.
@@ -163,5 +173,6 @@ def unique_parts(components):
     return out
 
 
-def models_of(want):
+def models_of(want: Mapping[str, Any]) -> list[str]:
+    """The model names a SKU entry accepts: ``model`` and ``models``."""
     return [m for m in [want.get("model")] + list(want.get("models") or []) if m]

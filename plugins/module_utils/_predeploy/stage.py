@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Optional, TypedDict
+from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from .._core.dispatch import dispatch_rows, write_dispatch, write_dispatch_latest
 from .._core.errors import ValidationError
-from .._core.gate import PASS, new_run_id
+from .._core.gate import PASS, CheckResult, GateVerdict, new_run_id
+from .._core.ledger import Ledger
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
 from .._core.sku import load_skus
@@ -95,13 +96,15 @@ class StageResult(TypedDict):
     wall_s: float
 
 
-def _compact(result):
+def _compact(result: CheckResult) -> dict[str, Any]:
     return {"check": result.check, "status": result.status, "reason": result.reason,
             "remediation": result.remediation}
 
 
-def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, reader=None, now=None,
-              ledger=None, return_details=False) -> StageResult:
+def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str, Any]], settings: StageSettings,
+              run_id: Optional[str] = None, client_factory: Optional[Callable[..., Any]] = None,
+              reader: Optional[Callable[[Any], Any]] = None, now: Optional[float] = None,
+              ledger: Optional[Ledger] = None, return_details: bool = False) -> StageResult:
     """Audit many nodes at once with a bounded worker pool (DESIGN.md "Scale").
 
     ``nodes``: ``{hostname: twin node dict}``; ``manifests``: ``{sku: manifest}``;
@@ -132,12 +135,12 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
     secrets = map_secrets(settings.password, bmc_map)
     graphs = {sku: check_graph(m, settings.profile, settings.optional) for sku, m in manifests.items()}
 
-    items = []
+    items: list[tuple[str, dict[str, Any]]] = []
     for host, node in nodes.items():
         discovery = discover_node(node, index) if index is not None else None
-        endpoint, entry = resolve_endpoint(node["hostname"], bmc_map, (discovery or {}).get("leased_address"),
-                                           node["bmc_address"])
-        items.append((host, {"node": node, "discovery": discovery, "endpoint": endpoint, "entry": entry}))
+        endpoint, map_entry = resolve_endpoint(node["hostname"], bmc_map, (discovery or {}).get("leased_address"),
+                                               node["bmc_address"])
+        items.append((host, {"node": node, "discovery": discovery, "endpoint": endpoint, "entry": map_entry}))
 
     # Parallel GETs to one BMC shorten that BMC's read, but cost controller CPU (threads, a TLS handshake per
     # connection): measured at 300 emulated BMCs, 128 workers, 100 ms latency, 18 requests per BMC, the stage
@@ -156,7 +159,12 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
 
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
                          key=lambda item: item["endpoint"]["url"])
-    all_results, verdicts, hosts, warnings, total_requests, by_host = [], {}, {}, [], 0, {}
+    all_results: list[CheckResult] = []
+    verdicts: dict[str, GateVerdict] = {}
+    hosts: dict[str, HostAudit] = {}
+    warnings: list[str] = []
+    by_host: dict[str, list[CheckResult]] = {}
+    total_requests = 0
     for host, item in items:
         out = outcomes[host]
         if out.ok:
@@ -176,7 +184,7 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
         all_results.extend(results)
         by_host[host] = results
         verdicts[host] = verdict
-        entry = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
+        entry: HostAudit = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
                  "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
                  "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
         if return_details:
@@ -204,7 +212,7 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
     finally:
         if own_ledger is not None:
             own_ledger.close()
-    summary = {}
+    summary: dict[str, int] = {}
     for verdict in verdicts.values():
         summary[verdict.status] = summary.get(verdict.status, 0) + 1
     reservations = {h: item["discovery"]["reservation"] for h, item in items if item["discovery"]}
@@ -213,7 +221,7 @@ def run_stage(nodes, manifests, settings, run_id=None, client_factory=None, read
             "wall_s": round(time.monotonic() - started, 3)}
 
 
-def module_twin_audit(params, check_mode=False):
+def module_twin_audit(params: Mapping[str, Any], check_mode: bool = False) -> dict[str, Any]:
     """The ``twin_audit`` module's work: params dict in, result dict out (see the module's RETURN).
 
     Nodes come from ``params["nodes"]`` (twin node dicts, e.g. hostvars ``symphony_twin``) or from
@@ -230,8 +238,8 @@ def module_twin_audit(params, check_mode=False):
         dispatch_dir=None if check_mode else params.get("dispatch_dir"),
         profile=params.get("profile") or "production")
     require_credentials(settings, "twin_audit")
-    out = run_stage(nodes, manifests, settings, run_id=params.get("run_id"),
-                    return_details=params.get("return_details", False))
+    out: dict[str, Any] = dict(run_stage(nodes, manifests, settings, run_id=params.get("run_id"),
+                                         return_details=params.get("return_details", False)))
     out["changed"] = not check_mode
     out["failed_hosts"] = sorted(h for h, e in out["hosts"].items() if e["gate"] != PASS)
     if not params.get("return_dispatch_rows", True):

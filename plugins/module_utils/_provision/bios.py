@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from .._core.errors import RedfishError, ValidationError
 from .._core.gate import Outcome, failed, passed
 from .._redfish.reader import read_inventory, reset_request
-from .fwplan import MISSING, attribute_value, bios_changes
+from .fwplan import MISSING, Step, attribute_value, bios_changes
 
 SECTIONS = ("bios", "capabilities")
 
@@ -49,7 +49,7 @@ def stage_attributes(client: Any, bios: Mapping[str, Any], desired: Mapping[str,
     "patched": {name: value} sent (or, in check mode, to send), "apply_time": the one sent or None, "status": the
     PATCH response's status or None}``.
     """
-    target = target or bios.get("settings_object") or bios.get("uri")
+    target = target or bios.get("settings_object") or bios["uri"]
     pending = (client.get(target).get("Attributes") or {}) if target != bios.get("uri") else {}
     to_patch = {k: v for k, v in desired.items() if attribute_value(pending.get(k)) != v}
     supported = bios.get("supported_apply_times") or []
@@ -63,7 +63,7 @@ def stage_attributes(client: Any, bios: Mapping[str, Any], desired: Mapping[str,
     return out
 
 
-def apply_bios(nd: Any, step: Any) -> Outcome:
+def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
     """The stage's ``bios_settings`` step (``nd``: its ``NodeRun``): the plan's differing attributes made pending in
     the settings object (the manifest's ``settings_path`` where the service names none), applied at the runtime
     boot reset."""
@@ -92,8 +92,10 @@ def apply_bios(nd: Any, step: Any) -> Outcome:
                   % (len(desired), target, ", ".join(sorted(desired))))
 
 
-def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, system_id=None, timeout_s=900.0,
-                        poll_s=10.0, check_mode=False, clock=time.monotonic, sleep=time.sleep):
+def apply_bios_settings(client: Any, attributes: Mapping[str, Any], apply_time: str = "OnReset", reset: bool = False,
+                        system_id: Optional[str] = None, timeout_s: float = 900.0, poll_s: float = 10.0,
+                        check_mode: bool = False, clock: Callable[[], float] = time.monotonic,
+                        sleep: Callable[[float], Any] = time.sleep) -> dict[str, Any]:
     """Bring one system's BIOS ``attributes`` (``{name: value}``) to the values given.
 
     Reads ``Bios``; PATCHes only the attributes that differ and are not already pending in the settings object,

@@ -11,17 +11,18 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from .._core.errors import ValidationError
-from .._core.gate import PASS, failed, passed
+from .._core.gate import PASS, Outcome, failed, passed
 from .._redfish.client import RedfishConnectionError, RedfishHTTPError, RedfishTaskError, RedfishTimeout
-from .fwplan import FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP
-from .node import STAGE
+from .fwplan import FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, Step
+from .node import STAGE, NodeRun, ProvisionSettings
 
 RESET_ACTIVATIONS = ("host_reset", "ac_cycle")
 
-def image_file(settings, step):
+def image_file(settings: ProvisionSettings, step: Step) -> Optional[str]:
     """Path of the local copy of a step's image: ``<image_dir>/<basename of image.uri>``, or None."""
     if not settings.image_dir or not step.image:
         return None
@@ -30,7 +31,7 @@ def image_file(settings, step):
     return path if os.path.isfile(path) else None
 
 
-def checked_image(settings, step):
+def checked_image(settings: ProvisionSettings, step: Step) -> tuple[bytes, str]:
     """``(bytes, sha256)`` of the step's local image after checking its sha256 against the manifest.
 
     Raises :class:`ValidationError` naming the file when it is absent or its sha256 differs.
@@ -50,12 +51,12 @@ def checked_image(settings, step):
 
 
 # --------------------------------------------------------------------------- firmware
-def _member_uris(inv, step):
+def _member_uris(inv: Any, step: Step) -> list[str]:
     by_id = {i.id: i.uri for i in inv.firmware}
     return [by_id[m] for m in step.observed if by_id.get(m)]
 
 
-def _read_versions(client, uris):
+def _read_versions(client: Any, uris: list[str]) -> dict[str, Any]:
     out = {}
     for uri in uris:
         body = client.get(uri)
@@ -63,11 +64,11 @@ def _read_versions(client, uris):
     return out
 
 
-def _versions_ok(versions, step):
+def _versions_ok(versions: dict[str, Any], step: Step) -> bool:
     return bool(versions) and all(v in step.accepted for v in versions.values())
 
 
-def _wait_bmc_version(nd, step, uris, started):
+def _wait_bmc_version(nd: NodeRun, step: Step, uris: list[str], started: float) -> Outcome:
     """Poll until the BMC, back from its own reboot, reports an accepted version (R-18)."""
     client, settings = nd.client, nd.settings
     deadline = started + settings.bmc_reboot_timeout_s
@@ -101,7 +102,7 @@ def _wait_bmc_version(nd, step, uris, started):
                   observed=last, expected=step.target)
 
 
-def _staged_earlier(nd, step):
+def _staged_earlier(nd: NodeRun, step: Step) -> Any:
     """The ledger's pass for this step from an earlier run that staged ``target`` over the same versions."""
     if nd.ledger is None:
         return None
@@ -116,7 +117,7 @@ def _staged_earlier(nd, step):
     return None
 
 
-def apply_oob_firmware(nd, step):
+def apply_oob_firmware(nd: NodeRun, step: Step) -> Outcome:
     """One out-of-band firmware step -> :class:`Outcome` (see module docstring)."""
     observed = sorted({str(v) for v in step.observed.values()})
     if step.action == SKIP:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from .._core.errors import SymphonyError
 from .._core.gate import BLOCKED, FAIL, CheckGraph, CheckResult, CheckSpec, Outcome
@@ -23,7 +23,7 @@ READ_SECTIONS = ("systems", "managers", "firmware", "bios", "capabilities")
 
 
 # --------------------------------------------------------------------------- the check graph
-def check_graph(manifest, optional=()):
+def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = ()) -> CheckGraph:
     """The provisioning checks of one SKU, in strict order, with their dependencies.
 
     ``inventory_read`` -> ``firmware:<id>`` (out-of-band, chained in manifest order) ->
@@ -81,19 +81,23 @@ class ProvisionSettings(BmcFleetSettings):
 class NodeRun:
     """Per-node working state through one phase."""
 
-    def __init__(self, host, node, manifest, client, settings, ledger, run_id, graph):
+    def __init__(self, host: str, node: dict[str, Any], manifest: dict[str, Any], client: Any,
+                 settings: ProvisionSettings, ledger: Any, run_id: str, graph: CheckGraph) -> None:
         self.host, self.node, self.manifest, self.client = host, node, manifest, client
         self.settings, self.ledger, self.run_id, self.graph = settings, ledger, run_id, graph
-        self.inv = None
-        self.plan = None
-        self.applied = {}
-        self.reset_needed = []
+        # inventory and plan: Any, set by the inventory_read check that every later check depends on
+        self.inv: Any = None
+        self.plan: Any = None
+        self.applied: dict[str, str] = {}
+        self.reset_needed: list[str] = []
         self.writes = 0
-        self.results = []
-        self.statuses = {}
+        self.results: list[CheckResult] = []
+        self.statuses: dict[str, str] = {}
 
     # -- results, recorded as they come (a killed run keeps what it finished)
-    def record(self, check, outcome, started):
+    def record(self, check: str, outcome: Outcome, started: float) -> CheckResult:
+        """Record ``outcome`` of ``check`` (started at ``started``, UNIX seconds), secrets scrubbed, in the ledger
+        too."""
         res = CheckResult(node=self.host, stage=STAGE, check=check, status=outcome.status, reason=outcome.reason,
                           expected=outcome.expected, observed=outcome.observed, remediation=outcome.remediation,
                           evidence=outcome.evidence, started=started, finished=time.time(), run_id=self.run_id)
@@ -105,7 +109,7 @@ class NodeRun:
             self.ledger.record_results([res])
         return res
 
-    def run(self, check, fn):
+    def run(self, check: str, fn: Callable[[], Outcome]) -> CheckResult:
         """Run one check unless a dependency did not pass (then ``blocked``)."""
         started = time.time()
         blockers = self.graph.blocking_dependencies(check, self.statuses)
@@ -118,10 +122,12 @@ class NodeRun:
                 outcome = Outcome(FAIL, str(exc), remediation="investigate the error above and rerun the stage")
         return self.record(check, outcome, started)
 
-    def post(self, path, body=None):
+    def post(self, path: str, body: Any = None) -> Any:
+        """POST to the BMC, counted as a write."""
         self.writes += 1
         return self.client.post(path, body)
 
-    def patch(self, path, body):
+    def patch(self, path: str, body: Any) -> Any:
+        """PATCH on the BMC, counted as a write."""
         self.writes += 1
         return self.client.patch(path, body)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from .._core.gate import failed, passed
+from .._core.gate import Outcome, failed, passed
 from .._redfish.reader import reset_request
+from .node import NodeRun
 
-def _virtual_cd(nd):
+def _virtual_cd(nd: NodeRun) -> Optional[dict[str, Any]]:
     for coll in nd.inv.capabilities.get("virtual_media") or []:
         for m in nd.client.members(coll):
             types = [str(t).upper() for t in m.get("MediaTypes") or []]
@@ -23,7 +25,7 @@ def _virtual_cd(nd):
     return None
 
 
-def _runtime_up(nd, deadline):
+def _runtime_up(nd: NodeRun, deadline: float) -> tuple[bool, str]:
     probe = nd.settings.runtime_probe
     if probe == "none":
         return True, "not waited for (runtime_probe none)"
@@ -47,7 +49,7 @@ def _runtime_up(nd, deadline):
         time.sleep(nd.settings.poll_s)
 
 
-def runtime_boot(nd):
+def runtime_boot(nd: NodeRun) -> Outcome:
     """Boot the node once into the SKU's ephemeral runtime, when a reset or in-band work needs it."""
     runtime = nd.manifest.get("runtime") or {}
     inband = [s.check for s in nd.plan.inband_work]
@@ -89,7 +91,7 @@ def runtime_boot(nd):
                   % (image, runtime["method"], target, reset, text), evidence=evidence)
 
 
-def eject_runtime(nd):
+def eject_runtime(nd: NodeRun) -> Optional[str]:
     """Eject the runtime media if it is still inserted (a write only when there is something to eject)."""
     runtime = nd.manifest.get("runtime") or {}
     if runtime.get("method") != "virtual_media":

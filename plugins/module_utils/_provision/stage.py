@@ -29,7 +29,7 @@ node's run), ``firmware``, ``bios``, ``runtime``, ``verify``.
 from __future__ import annotations
 
 import time
-from typing import Any, TypedDict
+from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from .._core.errors import SymphonyError, ValidationError
 from .._core.gate import FAIL, NOT_RUN, PASS, CheckResult, Outcome, compute_gate, derive_blocked, failed, \
@@ -48,13 +48,15 @@ from .._redfish.reader import read_inventory
 from .._redfish.registries import MessageRegistries
 from .bios import apply_bios
 from .firmware import apply_oob_firmware
-from .fwplan import build_plan, diff_of, format_plan
+from .fwplan import Step, build_plan, diff_of, format_plan
 from .node import READ_SECTIONS, STAGE, NodeRun, ProvisionSettings, check_graph
 from .runtime import eject_runtime, runtime_boot
 from .verify import fresh_diff, inband_outcome, verify
 
 
-def process_node(host, item, settings, run_id, ledger, registries, phase, check_mode, client_factory=None):
+def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, run_id: str, ledger: Any,
+                 registries: Any, phase: str, check_mode: bool,
+                 client_factory: Optional[Callable[..., Any]] = None) -> dict[str, Any]:
     """Run ``phase`` (``plan``, ``out_of_band``, ``verify``) for one node; returns its result dict.
 
     Never raises for the node's own problems: they end in its check results.
@@ -151,7 +153,7 @@ def process_node(host, item, settings, run_id, ledger, registries, phase, check_
     return out
 
 
-def _inband_item(step):
+def _inband_item(step: Step) -> dict[str, Any]:
     return {"check": step.check, "component": step.component, "kind": step.kind, "method": step.method,
             "target": step.target, "accepted": step.accepted, "image": step.image, "activation": step.activation,
             "observed": step.observed}
@@ -178,8 +180,10 @@ class PhaseResult(TypedDict):
     wall_s: float
 
 
-def run_stage(nodes, manifests, settings, phase, run_id=None, check_mode=False, inband_results=None,
-              tunings_results=None, client_factory=None, ledger=None) -> PhaseResult:
+def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str, Any]], settings: ProvisionSettings,
+              phase: str, run_id: Optional[str] = None, check_mode: bool = False,
+              inband_results: Optional[Mapping[str, Any]] = None, tunings_results: Optional[Mapping[str, Any]] = None,
+              client_factory: Optional[Callable[..., Any]] = None, ledger: Any = None) -> PhaseResult:
     """Run one phase for many nodes with the bounded worker pool; returns the module's result (:class:`PhaseResult`).
 
     ``nodes``: ``{host: twin node}``; ``manifests``: ``{sku: manifest}``; ``phase``: ``plan``,
@@ -216,8 +220,11 @@ def run_stage(nodes, manifests, settings, phase, run_id=None, check_mode=False, 
     finally:
         if own is not None:
             own.close()
-    hosts, warnings, lines, summary = {}, [], [], {}
-    diff = {"before": {}, "after": {}}
+    hosts: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
+    lines: list[str] = []
+    summary: dict[str, int] = {}
+    diff: dict[str, dict[str, Any]] = {"before": {}, "after": {}}
     for host, _item in items:
         o = outcomes[host]
         entry = o.value if o.ok else {"error": o.error.get("msg"), "results": [], "writes": 0}
@@ -240,11 +247,12 @@ def run_stage(nodes, manifests, settings, phase, run_id=None, check_mode=False, 
             "wall_s": round(time.monotonic() - started, 3)}
 
 
-def settings_from_params(params, check_mode=False):
+def settings_from_params(params: Mapping[str, Any], check_mode: bool = False) -> ProvisionSettings:
     """A :class:`ProvisionSettings` from module params."""
     return ProvisionSettings(
         **fleet_settings_kwargs(params),
-        ledger=None if check_mode else (params.get("ledger") or default_ledger_path()), image_dir=params.get("image_dir"),
+        ledger=None if check_mode else (params.get("ledger") or default_ledger_path()),
+        image_dir=params.get("image_dir"),
         image_base_url=params.get("image_base_url"), allow_downgrade=bool(params.get("allow_downgrade")),
         task_timeout_s=params.get("task_timeout_s") or 1800.0,
         bmc_reboot_timeout_s=params.get("bmc_reboot_timeout_s") or 900.0,
@@ -253,15 +261,16 @@ def settings_from_params(params, check_mode=False):
         poll_s=params.get("poll_s") or 5.0)
 
 
-def module_run(params, phase, check_mode=False):
+def module_run(params: Mapping[str, Any], phase: str, check_mode: bool = False) -> dict[str, Any]:
     """Entry point of the ``firmware_plan`` / ``firmware_reconcile`` modules: params -> result dict."""
     manifests = load_skus(params["sku_dir"])
     nodes = twin_nodes_from_params(params, manifests)
     settings = settings_from_params(params, check_mode or phase == "plan")
     require_credentials(settings, "firmware_reconcile")
-    out = run_stage(nodes, manifests, settings, phase, run_id=params.get("run_id"),
-                    check_mode=check_mode or phase == "plan", inband_results=params.get("inband_results"),
-                    tunings_results=params.get("tunings_results"))
+    out: dict[str, Any] = dict(run_stage(nodes, manifests, settings, phase, run_id=params.get("run_id"),
+                                         check_mode=check_mode or phase == "plan",
+                                         inband_results=params.get("inband_results"),
+                                         tunings_results=params.get("tunings_results")))
     if phase != "plan" and not params.get("return_plan"):
         for entry in out["hosts"].values():
             plan = entry.pop("plan", None)

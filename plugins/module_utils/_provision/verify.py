@@ -7,13 +7,15 @@ role collected on the node, and the ``--diff`` of an applied run from a fresh re
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Optional
+
 from .._core.errors import SymphonyError
 from .._core.gate import NOT_RUN, Outcome, failed, not_run, passed
 from .._redfish.reader import read_inventory
-from .fwplan import SKIP, UPDATE, build_plan, diff_after
-from .node import READ_SECTIONS
+from .fwplan import SKIP, UPDATE, Step, build_plan, diff_after
+from .node import READ_SECTIONS, NodeRun
 
-def verify(nd):
+def verify(nd: NodeRun) -> Outcome:
     """Re-read FirmwareInventory and the BIOS; every version and attribute must be the manifest's."""
     inv = read_inventory(nd.client, sections=READ_SECTIONS)
     gaps = [g for g in inv.incomplete if g.get("part") in ("firmware", "bios")]
@@ -39,7 +41,7 @@ def verify(nd):
                   % (len(observed["firmware"]), observed["bios_checked"]))
 
 
-def inband_outcome(step, given):
+def inband_outcome(step: Step, given: Optional[Mapping[str, Any]]) -> Outcome:
     """In-band check from the plan (already accepted over Redfish) or the node's result."""
     if step.action == SKIP:
         return passed(observed=step.observed, expected=step.accepted, reason=step.reason + " (read over Redfish)")
@@ -52,7 +54,7 @@ def inband_outcome(step, given):
     return failed(step.reason, "check the part and the manifest", observed=step.observed, expected=step.accepted)
 
 
-def fresh_diff(nd, diff):
+def fresh_diff(nd: NodeRun, diff: dict[str, Any]) -> dict[str, Any]:
     """The ``--diff`` of an applied run: before from the plan, after from a fresh read (verify, don't trust)."""
     try:
         inv = read_inventory(nd.client, sections=READ_SECTIONS)
