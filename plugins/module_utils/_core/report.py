@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 from .gate import STAGES
 # write_dispatch_latest: the handoff_report module writes the list beside the report through this module
-from .dispatch import ReportError, dispatch_list, write_dispatch_latest  # noqa: F401
+from .dispatch import ReportError, dispatch_list, write_dispatch_latest  # noqa: F401  pylint: disable=unused-import
 
 try:
     import plotly.graph_objects as go

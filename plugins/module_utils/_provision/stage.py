@@ -32,8 +32,19 @@ import time
 from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from .._core.errors import SymphonyError, ValidationError
-from .._core.gate import FAIL, NOT_RUN, PASS, CheckResult, Outcome, compute_gate, derive_blocked, failed, \
-    new_run_id, not_run, passed
+from .._core.gate import (
+    FAIL,
+    NOT_RUN,
+    PASS,
+    CheckResult,
+    Outcome,
+    compute_gate,
+    derive_blocked,
+    failed,
+    new_run_id,
+    not_run,
+    passed,
+)
 from .._core.ledger import default_ledger_path
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
