@@ -26,10 +26,14 @@ import time
 from datetime import datetime, timezone
 
 from .._core.errors import SymphonyError, ValidationError
-from .._fleet.batch import run_batch
 from .._core.gate import NOT_RUN, failed, not_run, passed
+from .._core.secrets import scrub
+from .._fleet.batch import run_batch
+from .._fleet.bmcmap import load_bmc_map, map_secrets
+from .._fleet.client import bmc_client
+from .._fleet.endpoint import resolve_endpoint
+from .._fleet.settings import BmcFleetSettings, connection_kwargs
 from .._redfish.model import NodeInventory
-from .._redfish.client import RedfishClient
 # The reader's LogService walk (which logs are SELs, how an entry becomes a SelEntry) is reused as is; only
 # the tree walk is narrowed to Systems/Managers -> LogServices, so a scan costs a few requests, not an audit.
 from .._redfish.read_base import link as _link
@@ -255,13 +259,9 @@ def read_sel(client):
 
 
 def _endpoint(host, bmc_map, addresses):
-    entry = (bmc_map or {}).get(host)
-    if entry:
-        return entry["url"], entry
-    address = (addresses or {}).get(host)
-    if address:
-        return (address if "://" in str(address) else "https://%s" % address), {}
-    return None, {}
+    """``(url or None, map entry)``: the BMC map first, then ``addresses`` (the twin's, address or URL)."""
+    endpoint, entry = resolve_endpoint(host, bmc_map, address=(addresses or {}).get(host))
+    return (endpoint["url"] if endpoint else None), entry
 
 
 def observe(host, url, entry, settings, client_factory=None):
@@ -273,16 +273,10 @@ def observe(host, url, entry, settings, client_factory=None):
     """
     if not url:
         return None, "no BMC address for %s (not in the BMC map, no bmc_address)" % host
-    factory = client_factory or RedfishClient
-    verify = settings.get("validate_certs", True) if entry.get("validate_certs") is None else bool(entry["validate_certs"])
     client = None
     try:
-        client = factory(url, username=entry.get("username") or settings.get("username"),
-                         password=entry.get("password") or settings.get("password"), verify=verify,
-                         ca_path=entry.get("ca_path") or settings.get("ca_path"),
-                         connect_timeout=settings.get("connect_timeout", 5.0),
-                         read_timeout=settings.get("read_timeout", 30.0), retries=settings.get("retries", 2),
-                         auth=settings.get("auth", "auto"), keep_alive=True)
+        client = bmc_client(url, entry, BmcFleetSettings(**connection_kwargs(settings)), client_factory,
+                            keep_alive=True)
         client.open()
         return read_sel(client), None
     except SymphonyError as exc:
@@ -298,18 +292,11 @@ def observe(host, url, entry, settings, client_factory=None):
                 pass
 
 
-def _scrub(text, secrets):
-    for secret in secrets:
-        if secret and text:
-            text = text.replace(secret, "********")
-    return text
-
-
 def sel_scan(params, client_factory=None, now=None):
     """The ``bmc_sel_scan`` module's work: params dict in, result dict out.
 
     ``params``: ``mode`` (``mark``/``check``), ``hosts`` (names), ``bmc_map`` (path, see
-    ``_predeploy.load_bmc_map``), ``bmc_addresses`` ({host: address or URL}), ``username``,
+    ``_fleet.bmcmap.load_bmc_map``), ``bmc_addresses`` ({host: address or URL}), ``username``,
     ``password``, ``validate_certs``, ``ca_path``, ``auth``, ``connect_timeout``, ``read_timeout``
     (seconds), ``retries``, ``workers``, ``marks`` ({host: mark}, for ``check``).
     Returns ``{"changed": False, "marks": {host: mark}}`` for ``mark`` (a mark is
@@ -317,13 +304,11 @@ def sel_scan(params, client_factory=None, now=None):
     {host: gate_record check dict}, "summary": {status: n}, "failed_hosts": [...]}`` for ``check``.
     Passwords never appear in it.  Raises :class:`ValidationError` for a bad map file or mode.
     """
-    from .._predeploy.stage import load_bmc_map
-
     mode = params.get("mode")
     if mode not in ("mark", "check"):
         raise ValidationError("mode must be mark or check, not %r" % mode, where="mode")
     bmc_map = load_bmc_map(params["bmc_map"]) if params.get("bmc_map") else {}
-    secrets = [params.get("password")] + [e.get("password") for e in bmc_map.values()]
+    secrets = map_secrets(params.get("password"), bmc_map)
     hosts = list(dict.fromkeys(params.get("hosts") or []))
     items = []
     for host in hosts:
@@ -344,12 +329,12 @@ def sel_scan(params, client_factory=None, now=None):
             inv, error = outcome.value
         else:
             inv, error = None, outcome.error.get("msg") or str(outcome.error)
-        error = _scrub(error, secrets)
+        error = scrub(error, secrets)
         if mode == "mark":
             out_marks[host] = sel_mark(inv, now) if inv is not None else {"error": error, "marked_at": _iso(now)}
             continue
         result = check_dict(judge_sel(marks.get(host), inv, error))
-        result["reason"] = _scrub(result["reason"], secrets)
+        result["reason"] = scrub(result["reason"], secrets)
         checks[host] = result
         summary[result["status"]] = summary.get(result["status"], 0) + 1
     if mode == "mark":

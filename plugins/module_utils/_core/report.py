@@ -10,16 +10,15 @@ with plotly.js inlined once, so the file opens with no network access.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import os
 import time
 import xml.etree.ElementTree as ET
 
 from .gate import STAGES
-from .errors import SymphonyError
+# write_dispatch_latest: the handoff_report module writes the list beside the report through this module
+from .dispatch import ReportError, dispatch_list, write_dispatch_latest  # noqa: F401  pylint: disable=unused-import
 
 try:
     import plotly.graph_objects as go
@@ -32,10 +31,6 @@ REPORT_FILES = {"html": "index.html", "json": "report.json", "junit": "junit.xml
 STATUS_COLOURS = {"pass": "#1b7f3b", "fail": "#c62828", "blocked": "#ef6c00", "not_run": "#78909c"}
 
 
-class ReportError(SymphonyError):
-    """The report could not be built (missing plotly, unreadable evidence)."""
-
-
 def _load_evidence(path):
     """Read a JSON evidence file; ``None`` when absent (evidence may live on another controller)."""
     try:
@@ -43,104 +38,6 @@ def _load_evidence(path):
             return json.load(handle)
     except (OSError, ValueError):
         return None
-
-
-DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")
-
-
-def gate_rows(twin, host, stage, failing, results):
-    """Dispatch rows for one node's closed gate: the checks that closed it.
-
-    ``failing``: the verdict's ``failing`` names; ``results``: ``{check: CheckResult dict}``.  A ``fail`` or
-    ``not_run`` among them is the root cause; ``blocked`` ones are listed only when the gate names nothing else.
-    Rows have :data:`DISPATCH_FIELDS`; ``twin`` labels them (site, rack, U, serial).
-    """
-    picked = [results[c] for c in failing if c in results]
-    root = [r for r in picked if r["status"] in ("fail", "not_run")]
-    return [{"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"), "hostname": host,
-             "serial": twin.get("serial"), "stage": stage, "check": r["check"], "reason": r["reason"],
-             "remediation": r["remediation"] or ("rerun the stage once %s" % r["reason"]
-                                                 if r["status"] == "not_run" else "see the reason")}
-            for r in root or picked]
-
-
-def sort_rows(rows):
-    """Rack walk order: site, rack, U, then stage order, hostname, check (in place; returns ``rows``)."""
-    rows.sort(key=lambda d: (str(d["site"] or ""), str(d["rack"] or ""), int(d["u"] or 0),
-                             STAGES.index(d["stage"]) if d["stage"] in STAGES else len(STAGES), d["hostname"],
-                             d["check"]))
-    return rows
-
-
-def dispatch_list(ledger, nodes=None, results=None, gates=None):
-    """The fleet's current dispatch list, every stage: what a technician walks the floor with.
-
-    For each node and stage whose current gate did not pass, :func:`gate_rows`; then the fabric links burn-in
-    convicted.  A check that failed without closing its gate (optional in the profile, waived) is not dispatched.
-    ``nodes``: ``{hostname: twin node}`` for the site/rack/U/serial labels (missing ones stay empty).  Rows have
-    :data:`DISPATCH_FIELDS`, in :func:`sort_rows` order.  ``results``/``gates``: already-read
-    ``current_results()``/``current_gates()`` of ``ledger``.
-    """
-    nodes = nodes or {}
-    results = ledger.current_results() if results is None else results
-    gates = ledger.current_gates() if gates is None else gates
-    by_key = {}
-    for res in results:
-        by_key.setdefault((res.node, res.stage), {})[res.check] = res.to_dict()
-    rows = []
-    for host, stages in gates.items():
-        for stage, verdict in stages.items():
-            if verdict.status != "pass":
-                rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing,
-                                      by_key.get((host, stage), {})))
-    rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
-    return sort_rows(rows)
-
-
-def write_rows(directory, name, rows, **doc):
-    """Write ``<name>.csv`` and ``<name>.json`` (``{**doc, "rows": rows}``) under ``directory``, each replaced
-    atomically so a technician's tool never reads half a list.  Returns ``{"csv": path, "json": path}``.
-    Raises :class:`ReportError` naming the directory when it cannot be written."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=DISPATCH_FIELDS, lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    text_json = json.dumps(dict(doc, rows=rows), indent=2, default=str) + "\n"
-    paths = {}
-    try:
-        os.makedirs(directory, exist_ok=True)
-        for ext, text in (("csv", buf.getvalue()), ("json", text_json)):
-            path = paths[ext] = os.path.join(directory, "%s.%s" % (name, ext))
-            with open(path + ".tmp", "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(path + ".tmp", path)
-    except OSError as exc:
-        raise ReportError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
-    return paths
-
-
-def write_dispatch_latest(ledger, directory, nodes=None):
-    """Write ``dispatch-latest.csv`` and ``dispatch-latest.json`` (:func:`dispatch_list`) under ``directory``.
-
-    ``nodes`` label the rows; a node outside ``nodes`` keeps the labels the previous list gave it.  Returns
-    ``{"csv": path, "json": path, "rows": count}``.  Raises :class:`ReportError` naming the directory when it
-    cannot be written.
-    """
-    directory = os.path.normpath(directory)
-    # A run limited to some hosts (--limit) knows only their twin records: the labels of the other nodes on the
-    # list come from the list this one replaces, so they keep their rack and U.
-    labels = {}
-    try:
-        with open(os.path.join(directory, "dispatch-latest.json"), encoding="utf-8") as handle:
-            for row in json.load(handle).get("rows") or []:
-                labels.setdefault(row.get("hostname"), {k: row.get(k) for k in ("site", "rack", "u", "serial")})
-    except (OSError, ValueError, AttributeError):
-        pass
-    labels.update(nodes or {})
-    rows = dispatch_list(ledger, labels)
-    paths = write_rows(directory, "dispatch-latest", rows,
-                       generated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    return dict(paths, rows=len(rows))
 
 
 def collect(ledger, nodes=None):
@@ -225,32 +122,6 @@ def collect(ledger, nodes=None):
         "events": ledger.events(),
         "charts": _chart_series(results),
     }
-
-
-def _link_dispatch(events, nodes):
-    """Dispatch rows for the fabric links the burn-in fabric tier convicted (latest verdict per link).
-
-    A bad link fails no node (both ends pass with other partners), so it would otherwise reach no technician.
-    """
-    latest = {}
-    for event in events:
-        data = event.get("data") or {}
-        if data.get("link"):
-            latest[data["link"]] = data
-    rows = []
-    for link, data in sorted(latest.items()):
-        if data.get("verdict") != "bad":
-            continue
-        ends = sorted((data.get("info") or {}).get("nodes") or [])
-        twin = nodes.get(ends[0], {}) if ends else {}
-        measured = ", ".join("%s %s" % (t.get("value"), t.get("unit", "")) for t in data.get("tests") or [])
-        rows.append({"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"),
-                     "hostname": " <-> ".join(ends), "serial": None, "stage": "burn_in", "check": "fabric_link",
-                     "reason": "link %s between %s is slow (measured %s) while both ends pass with other partners"
-                               % (link, " and ".join(ends), measured or "n/a"),
-                     "remediation": "reseat or replace the cable/optics of %s and check both switch ports' error "
-                                    "counters; rerun the fabric tier" % link})
-    return rows
 
 
 def _chart_series(results):

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""BIOS attributes of one BMC on their own: read, PATCH the settings object, optionally reset, read back.
+"""BIOS attributes over Redfish: the one PATCH of the settings object, the stage's BIOS step, and the standalone run.
 
-The provisioning stage does the same inside ``firmware_reconcile`` (pending until its runtime boot reset); this is
-the piece a fleet engineer runs alone, e.g. to flip one attribute on a rack.  Redfish (DMTF DSP0266, "Settings
+:func:`stage_attributes` is the one place a BIOS PATCH is built.  The provisioning stage calls it from
+:func:`apply_bios` inside ``firmware_reconcile`` (pending until its runtime boot reset); :func:`apply_bios_settings`
+is the piece a fleet engineer runs alone (read, PATCH, optionally reset, read back), e.g. to flip one attribute on a
+rack.  Redfish (DMTF DSP0266, "Settings
 resource"): a ``Bios`` resource whose ``@Redfish.Settings.SettingsObject`` names where changes go; they apply at the
 ``@Redfish.SettingsApplyTime`` the service supports (``SupportedApplyTimes``), usually ``OnReset``.  Only a fresh
 read of ``Bios.Attributes`` after the reset says a value took.
@@ -14,12 +16,12 @@ from __future__ import annotations
 
 import time
 
+from typing import Any, Callable, Mapping, Optional
+
 from .._core.errors import RedfishError, ValidationError
-from .fwplan import attribute_value, bios_changes
-from .._redfish.reader import (
-    read_inventory,
-    reset_request,
-)
+from .._core.gate import Outcome, failed, passed
+from .._redfish.reader import read_inventory, reset_request
+from .fwplan import MISSING, Step, attribute_value, bios_changes
 
 SECTIONS = ("bios", "capabilities")
 
@@ -34,16 +36,66 @@ def _read(client, system_id):
     return inv
 
 
-def _pending(client, bios):
-    """The settings object's attributes (what the next reset applies); ``{}`` when changes go to Bios itself."""
-    target = bios.get("settings_object")
-    if not target or target == bios.get("uri"):
-        return {}
-    return client.get(target).get("Attributes") or {}
+def stage_attributes(client: Any, bios: Mapping[str, Any], desired: Mapping[str, Any], apply_time: str,
+                     target: Optional[str] = None, check_mode: bool = False,
+                     patch: Optional[Callable[[str, Any], Any]] = None) -> dict[str, Any]:
+    """PATCH ``desired`` (``{name: value}``) into the BIOS settings object, the attributes not already pending there.
+
+    ``bios``: ``NodeInventory.bios``; ``target``: where changes go (default the service's ``SettingsObject``, else
+    ``Bios`` itself); the settings object's attributes are what the next reset applies (none when changes go to
+    ``Bios``).  The body carries ``@Redfish.SettingsApplyTime`` only when the service lists ``apply_time`` in
+    ``SupportedApplyTimes``.  ``patch``: ``callable(path, body)`` (default ``client.patch``; the stage counts its
+    writes); with ``check_mode`` nothing is sent.  Returns ``{"target", "pending": names already pending,
+    "patched": {name: value} sent (or, in check mode, to send), "apply_time": the one sent or None, "status": the
+    PATCH response's status or None}``.
+    """
+    target = target or bios.get("settings_object") or bios["uri"]
+    pending = (client.get(target).get("Attributes") or {}) if target != bios.get("uri") else {}
+    to_patch = {k: v for k, v in desired.items() if attribute_value(pending.get(k)) != v}
+    supported = bios.get("supported_apply_times") or []
+    out = {"target": target, "pending": sorted(set(desired) - set(to_patch)), "patched": to_patch,
+           "apply_time": apply_time if apply_time in supported else None, "status": None}
+    if to_patch and not check_mode:
+        body: dict[str, Any] = {"Attributes": to_patch}
+        if out["apply_time"]:
+            body["@Redfish.SettingsApplyTime"] = {"ApplyTime": apply_time}
+        out["status"] = (patch or client.patch)(target, body).get("status")
+    return out
 
 
-def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, system_id=None, timeout_s=900.0,
-                        poll_s=10.0, check_mode=False, clock=time.monotonic, sleep=time.sleep):
+def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
+    """The stage's ``bios_settings`` step (``nd``: its ``NodeRun``): the plan's differing attributes made pending in
+    the settings object (the manifest's ``settings_path`` where the service names none), applied at the runtime
+    boot reset."""
+    if step is None:
+        return passed(reason="the SKU sets no BIOS attributes")
+    if step.action == MISSING:
+        return failed(step.reason, "check the BMC exposes Systems/<id>/Bios")
+    if not step.changes:
+        return passed(reason=step.reason, observed={})
+    bios = nd.inv.bios
+    want_bios = nd.manifest.get("bios") or {}
+    desired = {k: v[1] for k, v in step.changes.items()}
+    staged = stage_attributes(nd.client, bios, desired, want_bios.get("apply_time") or "OnReset",
+                              target=bios.get("settings_object") or want_bios.get("settings_path"), patch=nd.patch)
+    target = staged["target"]
+    nd.reset_needed.append("bios_settings")
+    if not staged["patched"]:
+        return passed(observed=step.changes, expected=desired, evidence={"pending": sorted(desired)},
+                      reason="%d attributes already pending in %s; applied at the runtime boot reset"
+                      % (len(desired), target))
+    notes = list(bios.get("notes") or [])
+    return passed(observed=step.changes, expected=desired,
+                  evidence={"settings_object": target, "status": staged["status"], "apply_time": staged["apply_time"],
+                            "notes": notes},
+                  reason="%d attributes pending in %s (%s); applied at the runtime boot reset"
+                  % (len(desired), target, ", ".join(sorted(desired))))
+
+
+def apply_bios_settings(client: Any, attributes: Mapping[str, Any], apply_time: str = "OnReset", reset: bool = False,
+                        system_id: Optional[str] = None, timeout_s: float = 900.0, poll_s: float = 10.0,
+                        check_mode: bool = False, clock: Callable[[], float] = time.monotonic,
+                        sleep: Callable[[float], Any] = time.sleep) -> dict[str, Any]:
     """Bring one system's BIOS ``attributes`` (``{name: value}``) to the values given.
 
     Reads ``Bios``; PATCHes only the attributes that differ and are not already pending in the settings object,
@@ -76,19 +128,13 @@ def apply_bios_settings(client, attributes, apply_time="OnReset", reset=False, s
            "notes": list(bios.get("notes") or [])}
     if not changes:
         return out
-    pending = _pending(client, bios)
-    to_patch = {k: v[1] for k, v in changes.items() if attribute_value(pending.get(k)) != v[1]}
-    out["pending"] = sorted(set(changes) - set(to_patch))
-    supported = bios.get("supported_apply_times") or []
-    out["apply_time"] = apply_time if apply_time in supported else None
+    staged = stage_attributes(client, bios, {k: v[1] for k, v in changes.items()}, apply_time,
+                              check_mode=check_mode)
+    out["pending"], out["apply_time"] = staged["pending"], staged["apply_time"]
     if check_mode:
-        out.update(changed=bool(to_patch) or reset, state="pending")
+        out.update(changed=bool(staged["patched"]) or reset, state="pending")
         return out
-    if to_patch:
-        body = {"Attributes": to_patch}
-        if out["apply_time"]:
-            body["@Redfish.SettingsApplyTime"] = {"ApplyTime": apply_time}
-        client.patch(out["settings_object"], body)
+    if staged["patched"]:
         out["changed"] = True
         out["pending"] = sorted(changes)
     out["state"] = "pending"

@@ -13,8 +13,11 @@ import pytest
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import BLOCKED, FAIL, NOT_RUN, PASS
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import (
     Component, FirmwareItem, NodeInventory, Reading, SelEntry)
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import (
-    CHECKS, Observation, check_graph, judge, missing_slots, model_matches, parse_cutoff, validate_service_root)
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.checks_access import validate_service_root
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.checks_health import parse_cutoff
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.graph import CHECKS, Observation, check_graph
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.judge import judge
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.parts import missing_slots, model_matches
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_manifest
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 

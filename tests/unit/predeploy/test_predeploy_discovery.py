@@ -7,17 +7,19 @@ import textwrap
 import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.discovery import (
-    LeaseIndex,
     discover_node,
     isc_host_reservation,
     kea_reservation,
+    render_reservations,
+    tcp_reachable,
+)
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.leases import (
+    LeaseIndex,
     normalise_mac,
     parse_dnsmasq_leases,
     parse_isc_leases,
     parse_kea_csv,
     read_leases,
-    render_reservations,
-    tcp_reachable,
 )
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError, ValidationError
 

@@ -9,8 +9,11 @@ requests; member by member it costs 157; the normalised inventory and every chec
 import pytest
 import requests_mock
 
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import (
-    StageSettings, audit_client, check_graph, judge, observe_node, parse_cutoff)
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.checks_health import parse_cutoff
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.graph import check_graph
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.judge import judge
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.observe import audit_client, observe_node
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin

@@ -11,8 +11,11 @@ import importlib.util
 import pathlib
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import BLOCKED, FAIL, NOT_RUN, PASS
-from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import (
-    StageSettings, check_graph, judge, observe_node, parse_cutoff)
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.checks_health import parse_cutoff
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.graph import check_graph
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.judge import judge
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.observe import observe_node
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_manifest
 
 _SERVER = pathlib.Path(__file__).resolve().parents[1] / "redfish" / "redfish_mockserver.py"

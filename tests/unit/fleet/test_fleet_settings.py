@@ -4,7 +4,8 @@ is refused with the option named (before, 0 silently became the default and -1 w
 import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
-from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import DEFAULT_PER_BMC, fleet_settings_kwargs
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import DEFAULT_PER_BMC
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.settings import fleet_settings_kwargs
 
 
 def test_missing_takes_the_default():
