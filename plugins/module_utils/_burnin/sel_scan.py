@@ -36,8 +36,8 @@ from .._fleet.settings import BmcFleetSettings, connection_kwargs
 from .._redfish.model import NodeInventory
 # The reader's LogService walk (which logs are SELs, how an entry becomes a SelEntry) is reused as is; only
 # the tree walk is narrowed to Systems/Managers -> LogServices, so a scan costs a few requests, not an audit.
-from .._redfish.read_base import link as _link
-from .._redfish.read_logs import LogReader as _Reader
+from .._redfish.read_base import link
+from .._redfish.read_logs import LogReader
 
 CHECK = "bmc_sel_scan"
 REMEDIATION = ("read the SEL entries the BMC logged during burn-in, replace or reseat the part they name "
@@ -244,14 +244,14 @@ def read_sel(client):
     """
     start = getattr(client, "requests", 0)
     inv = NodeInventory()
-    reader = _Reader(client, inv, sections=("sel",))
+    reader = LogReader(client, inv, sections=("sel",))
     root = client.service_root or reader.get("service", "/redfish/v1") or {}
     for collection in ("Systems", "Managers"):
-        uri = _link(root, collection)
+        uri = link(root, collection)
         if not uri:
             continue
         for member in reader.members("sel", uri):
-            logs = _link(member, "LogServices")
+            logs = link(member, "LogServices")
             if logs:
                 reader.read_logs(logs)
     inv.requests = getattr(client, "requests", 0) - start
