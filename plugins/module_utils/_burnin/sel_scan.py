@@ -30,7 +30,7 @@ from .._core.gate import NOT_RUN, failed, not_run, passed
 from .._core.secrets import scrub
 from .._fleet.batch import run_batch
 from .._fleet.bmcmap import load_bmc_map, map_secrets
-from .._fleet.client import bmc_client
+from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
 from .._fleet.settings import BmcFleetSettings, connection_kwargs
 from .._redfish.model import NodeInventory
@@ -285,11 +285,7 @@ def observe(host, url, entry, settings, client_factory=None):
         # One BMC's odd answer must end its own check, not the batch.
         return None, "unexpected %s reading the SEL at %s: %s" % (type(exc).__name__, url, exc)
     finally:
-        if client is not None:
-            try:
-                client.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
+        close_quietly(client)
 
 
 def sel_scan(params, client_factory=None, now=None):

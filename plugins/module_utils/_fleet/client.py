@@ -26,3 +26,13 @@ def bmc_client(url: str, entry: Mapping[str, Any], settings: BmcFleetSettings,
         ca_path=entry.get("ca_path") or settings.ca_path, connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout, retries=settings.retries,
         max_concurrency=settings.max_concurrency, auth=settings.auth, **kwargs)
+
+
+def close_quietly(client: Any) -> None:
+    """Close a BMC client (logout) if there is one; a failing logout never hides the reading's own result."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except Exception:  # pylint: disable=broad-except
+        pass

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Optional
 from urllib.parse import urlsplit
 
 from .._core.errors import SymphonyError
-from .._fleet.client import bmc_client
+from .._fleet.client import bmc_client, close_quietly
 from .._fleet.settings import BmcFleetSettings
 from .._redfish.client import RedfishClient
 from .._redfish.model import NodeInventory
@@ -81,11 +81,8 @@ def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mappi
     except SymphonyError as exc:
         obs.errors.setdefault("service_root", str(exc))
     finally:
+        close_quietly(client)
         if client is not None:
-            try:
-                client.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
             obs.requests = getattr(client, "requests", 0)
             warnings.extend(getattr(client, "warnings", []) or [])
         obs.elapsed_s = time.monotonic() - started

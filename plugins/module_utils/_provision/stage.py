@@ -51,7 +51,7 @@ from .._core.secrets import scrub
 from .._core.sku import load_skus
 from .._fleet.batch import run_batch
 from .._fleet.bmcmap import load_bmc_map, map_secrets
-from .._fleet.client import bmc_client
+from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
 from .._fleet.nodes import twin_nodes_from_params
 from .._fleet.settings import fleet_settings_kwargs, require_credentials
@@ -141,10 +141,7 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
         if name:
             nd.record(name, Outcome(FAIL, str(exc), remediation="check the BMC answers and rerun"), time.time())
     finally:
-        try:
-            client.close()
-        except Exception:  # pylint: disable=broad-except
-            pass
+        close_quietly(client)
         out["warnings"] = list(getattr(client, "warnings", []) or [])
         out["requests"] = getattr(client, "requests", 0)
     out["writes"] = nd.writes
