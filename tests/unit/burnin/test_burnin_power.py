@@ -2,7 +2,7 @@
 
 import time
 
-from ansible_collections.symphony.cluster.plugins.module_utils._burnin import checks as C
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.checks import power as C
 from ansible_collections.symphony.cluster.plugins.module_utils._host import telemetry as T
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.power_csv import parse_query_csv
 
