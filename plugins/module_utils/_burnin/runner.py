@@ -16,12 +16,17 @@ paths relative to ``evidence_root``.
 
 The multi-node fabric tier runs from ``roles/burn_in/tasks/fabric.yml``; this runner
 only marks fabric tests ``not_run`` when fail-fast has stopped the node.
+
+The pieces: :mod:`.plan` (plan and gate graph), :mod:`.executor` and :mod:`.evidence` (commands and the
+files they leave), :mod:`.kernel_log` (the per-tier scan), :mod:`.context` (what a test gets) and
+:mod:`.checks` (the test kinds, one registry).  This module runs them and records the gate.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Any, Callable, Mapping
 
 from .._core.errors import (
     ManifestError,
@@ -34,6 +39,7 @@ from .._core.gate import (
     NOT_RUN,
     PASS,
     CheckResult,
+    GateVerdict,
     Outcome,
     compute_gate,
     failed,
@@ -47,7 +53,7 @@ from .context import TestContext, TestTimeoutError
 from .evidence import EvidenceStore, absolutise_evidence, safe_name
 from .executor import Executor
 from .kernel_log import KernelLog, kernel_findings, xid_outcome
-from .plan import RUNNER_TIERS, STAGE, TIER_ORDER, XID_CHECK, build_plan, gate_graph
+from .plan import RUNNER_TIERS, STAGE, TIER_ORDER, XID_CHECK, PlannedTest, build_plan, gate_graph
 
 
 def _attempt(test, node, manifest, profile, executor, evidence, kernel_log, function, attempt, clock, sleep, sysfs,
@@ -79,8 +85,10 @@ def _attempt(test, node, manifest, profile, executor, evidence, kernel_log, func
     return outcome
 
 
-def run_test(test, node, manifest, profile, executor, evidence, kernel_log, function, clock=time.monotonic,
-             sleep=time.sleep, sysfs="/sys", procfs="/proc"):
+def run_test(test: PlannedTest, node: str, manifest: dict, profile: str | None, executor: Executor,
+             evidence: EvidenceStore, kernel_log: KernelLog, function: Callable[[TestContext], Outcome],
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             sysfs: str = "/sys", procfs: str = "/proc") -> Outcome:
     """Run one test (twice if it is flaky and the first attempt failed); returns an :class:`Outcome`.
 
     A flaky test's final status is its second attempt's; both attempts' evidence and
@@ -105,9 +113,14 @@ def run_test(test, node, manifest, profile, executor, evidence, kernel_log, func
                    second.remediation or first.remediation, evidence_out)
 
 
-def run_burnin(node, manifest, plan, run_id, evidence, profile="production", executor=None, kernel_log=None,
-               registry=None, stopped_after=None, fail_fast=True, clock=time.monotonic, wall=time.time,
-               sleep=time.sleep, sysfs="/sys", procfs="/proc"):
+def run_burnin(node: str, manifest: dict, plan: list[PlannedTest], run_id: str, evidence: EvidenceStore,
+               profile: str | None = "production", executor: Executor | None = None,
+               kernel_log: KernelLog | None = None,
+               registry: Mapping[str, Callable[[TestContext], Outcome]] | None = None,
+               stopped_after: str | None = None, fail_fast: bool = True,
+               clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+               sleep: Callable[[float], None] = time.sleep, sysfs: str = "/sys",
+               procfs: str = "/proc") -> dict[str, Any]:
     """Run the node/gpu/power tiers of ``plan`` on this host for ``node``.
 
     Returns ``{"results": [CheckResult], "stopped_after": name|None, "files": [relative paths],
@@ -194,8 +207,9 @@ def run_burnin(node, manifest, plan, run_id, evidence, profile="production", exe
     return {"results": results, "stopped_after": stopped_after, "files": list(evidence.files), "tiers": tiers}
 
 
-def record_burnin(ledger, manifest, profile, node, run_id, results, evidence_root=None, waivers=None,
-                  extra_checks=()):
+def record_burnin(ledger: Any, manifest: dict, profile: str | None, node: str, run_id: str, results: list,
+                  evidence_root: str | None = None, waivers: list | None = None,
+                  extra_checks: tuple | list = ()) -> GateVerdict:
     """Append ``results`` (dicts or :class:`CheckResult`) to ``ledger`` and record the node's burn-in gate.
 
     The gate is computed from the ledger's current burn-in results for the node (so results of
@@ -218,7 +232,8 @@ def record_burnin(ledger, manifest, profile, node, run_id, results, evidence_roo
     return verdict
 
 
-def current_gate(ledger, manifest, profile, node, waivers=None, extra_checks=()):
+def current_gate(ledger: Any, manifest: dict, profile: str | None, node: str, waivers: list | None = None,
+                 extra_checks: tuple | list = ()) -> GateVerdict:
     """The burn-in gate of ``node`` from the ledger's current results (no write)."""
     graph = gate_graph(manifest, profile, extra_checks=extra_checks)
     current = [r for r in ledger.current_results(node=node, stage=STAGE) if r.check in graph.specs]
@@ -229,14 +244,15 @@ def current_gate(ledger, manifest, profile, node, waivers=None, extra_checks=())
     return compute_gate(graph, current, waived)
 
 
-def _validate(manifest):
+def _validate(manifest: dict) -> dict:
     """Validate the manifest where jsonschema is available (the controller); structural checks otherwise."""
     if HAS_JSONSCHEMA:
         validate_manifest(manifest, "SKU %s" % manifest.get("sku", "manifest"))
     return manifest
 
 
-def burnin_run(params, check_mode, executor=None, kernel_log=None):
+def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor | None = None,
+               kernel_log: KernelLog | None = None) -> dict[str, Any]:
     """Logic of the ``burnin_run`` module.
 
     ``params``: node, manifest, profile, tiers, tests, overrides, evidence_dir, run_id, stopped_after,

@@ -12,6 +12,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._burnin import ru
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import checks as C
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import plan as P
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.evidence import EvidenceStore
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.executor import Executor
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.kernel_log import KernelLog
 from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
@@ -258,3 +259,11 @@ def test_kinds_of_every_shipped_sku_are_implemented(repo_root):
                 continue
             assert test.kind in C.KINDS, (manifest["sku"], test.name, test.kind)
     assert fabric_kinds          # the fabric tier is run by roles/burn_in/tasks/fabric.yml
+
+
+def test_executor_timeout_kills_the_tools_children_too():
+    """A tool that forks (stress-ng, gpu_burn) is killed as a process group: a child holding the output pipe
+    open must not keep the test waiting past its timeout."""
+    res = Executor().run(["sh", "-c", "echo started; sleep 30 & sleep 30"], 0.5)
+    assert res.timed_out is True and res.rc is None
+    assert res.duration_s < 10 and "started" in res.stdout
