@@ -30,7 +30,7 @@ class KernelLog:
         self.executor = executor or Executor()
         self.source = source
         self.kmsg_path = kmsg_path
-        self.used = None
+        self.used: str | None = None  # the source the last read came from
 
     def _read_kmsg(self):
         fd = os.open(self.kmsg_path, os.O_RDONLY | os.O_NONBLOCK)

@@ -90,8 +90,9 @@ def build_plan(manifest: dict, profile: str | None = "production", tiers: list |
         raise ManifestError("the SKU declares no burn_in.tiers", where=where)
     prof = (profile_view(manifest, profile).get("burn_in") or {}).get("tests") or {}
     overrides = overrides or {}
-    tests, seen = [], set()
-    declared_tiers = []
+    tests: list[tuple[int, float, int, PlannedTest]] = []
+    seen: set[str] = set()
+    declared_tiers: list[str] = []
     for t_index, tier in enumerate(section["tiers"]):
         if not isinstance(tier, dict) or tier.get("name") not in TIER_ORDER:
             raise ManifestError("tier %r is not one of %s" % (tier.get("name") if isinstance(tier, dict) else tier,

@@ -16,6 +16,7 @@ fails while both members pass with others is a bad link, and nothing healthy is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .pairs import ERROR, FAIL, INTERFACE, LINK, OK, PairPathFabric
 
@@ -78,7 +79,7 @@ def localise(tests, fabric=None, nodes=None):
         if t.status == OK:
             good |= c
     failing = [(t, c) for t, c in zip(measured, comps) if t.status == FAIL]
-    bad = set()
+    bad: set[tuple[str, str]] = set()
     while True:
         unexplained = [(t, c) for t, c in failing if not (c & bad)]
         newly = set()
@@ -87,7 +88,7 @@ def localise(tests, fabric=None, nodes=None):
             if len(suspects) == 1:
                 newly |= suspects
         if not newly:
-            by_comp = {}
+            by_comp: dict[tuple[str, str], list[int]] = {}
             for i, (_t, c) in enumerate(unexplained):
                 for comp in c - good:
                     by_comp.setdefault(comp, []).append(i)
@@ -103,8 +104,10 @@ def localise(tests, fabric=None, nodes=None):
         bad |= newly
 
     unexplained = [(t, c) for t, c in failing if not (c & bad)]
-    interfaces, links, ambiguous = {}, {}, []
-    per_node = {}
+    interfaces: dict[str, dict[str, Any]] = {}
+    links: dict[str, dict[str, Any]] = {}
+    ambiguous: list[dict[str, Any]] = []
+    per_node: dict[str, list[dict[str, Any]]] = {}
     for t in measured:
         per_node.setdefault(t.a, []).append(_test_view(t))
         per_node.setdefault(t.b, []).append(_test_view(t))
@@ -175,7 +178,7 @@ def node_outcomes(loc, tests, threshold=None, cabling=None):
     ``threshold``: the :func:`judge` dict; ``cabling``: ``{node: "<leaf>:<port>"}`` for remediation text.
     """
     cabling = cabling or {}
-    errors = {}
+    errors: dict[str, list[str]] = {}
     for t in tests:
         if t.status == ERROR:
             errors.setdefault(t.a, []).append(t.reason)
@@ -195,7 +198,7 @@ def node_outcomes(loc, tests, threshold=None, cabling=None):
         where = (" at %s" % cabling[node]) if cabling.get(node) else ""
         if info["verdict"] == "good":
             partners = sorted({v["b"] if v["a"] == node else v["a"] for v in views if v["status"] == OK})
-            res = {"status": "pass", "reason": "passed with %s" % ", ".join(partners), "remediation": ""}
+            res: dict[str, Any] = {"status": "pass", "reason": "passed with %s" % ", ".join(partners), "remediation": ""}
         elif info["verdict"] == "bad":
             failing = [v for v in views if v["status"] == FAIL]
             good_partners = [v for v in failing

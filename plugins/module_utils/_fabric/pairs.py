@@ -130,7 +130,7 @@ class LeafSpineFabric(Fabric):
         self.spines = int(spines)
         self.index = {n: i for i, n in enumerate(self.leaf_of)}
         self.leaves = sorted(set(self.leaf_of.values()))
-        self._by_leaf_residue = {}
+        self._by_leaf_residue: dict[tuple[str, int], list[str]] = {}
         for n, i in self.index.items():
             self._by_leaf_residue.setdefault((self.leaf_of[n], i % self.spines), []).append(n)
 

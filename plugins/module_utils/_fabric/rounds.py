@@ -20,7 +20,7 @@ from .._host.launchers import launcher_from_params
 from .localise import CHECK_INTERFACE, EVENT_LINK, link_events, node_outcomes
 from .pairs import PairPathFabric
 from .schedules import check_nodes, random_matching, round_robin, run_schedule, tri_ring
-from .transports import make_transport, round_runner
+from .transports import RoundRunner, make_transport
 
 
 def cabling_from_twin(twin, nodes, rail=0):
@@ -63,7 +63,7 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
     cabling = dict(cabling or {})
     fabric = PairPathFabric(cabling)
     started = clock()
-    runner = round_runner(transport, floor, min_fraction, workers)
+    runner = RoundRunner(transport, floor, min_fraction, workers)
     out = run_schedule(nodes, runner, schedule, fabric, seed=seed, max_rounds=max_rounds)
     finished = clock()
     loc = out["localisation"]

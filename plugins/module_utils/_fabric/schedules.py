@@ -20,7 +20,7 @@ import random
 
 from .._core.errors import ValidationError
 from .localise import localise
-from .pairs import ERROR, FAIL, INTERFACE, LINK, OK, PairPathFabric
+from .pairs import ERROR, FAIL, INTERFACE, LINK, OK, PairPathFabric, PairTest
 
 
 def check_nodes(nodes):
@@ -136,8 +136,8 @@ class AdaptiveScheduler:
         free_good = [n for n in self.nodes if (INTERFACE, n) in good]
         self.rng.shuffle(free_good)
         free = set(free_good)
-        busy = set()
-        pairs = []
+        busy: set[str] = set()
+        pairs: list[tuple[str, str]] = []
 
         def take(a, b):
             pairs.append((a, b))
@@ -202,7 +202,7 @@ def run_schedule(nodes, run_round, schedule="adaptive", fabric=None, seed=None, 
     """
     nodes = check_nodes(nodes)
     fabric = fabric or PairPathFabric()
-    tests = []
+    tests: list[PairTest] = []
     if schedule in ("round_robin", "tri_ring"):
         plan = round_robin(nodes) if schedule == "round_robin" else tri_ring(nodes)
         for number, pairs in enumerate(plan, 1):

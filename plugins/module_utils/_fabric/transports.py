@@ -10,7 +10,7 @@ nodes, busbw GB/s at the largest size; ``#wrong``/out-of-bounds = corruption = 0
 not be measured (unreachable host, tool missing, timeout) is ``error`` with the reason, never a pass
 and never a fabric verdict.
 
-:func:`round_runner` runs a schedule's round of disjoint pairs concurrently and re-judges every test so far.
+:class:`RoundRunner` runs a schedule's round of disjoint pairs concurrently and re-judges every test so far.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from .._core.errors import ParseError, ToolNotFoundError, ValidationError
 from .._host import nccl as _nccl
+from .._host.launchers import Launcher
 from .._host.parsers.ib_write_bw import parse_ib_write_bw
 from .._host.parsers.iperf3 import parse_iperf3_json
 from .._host.process import spawn
@@ -162,7 +164,7 @@ class IbWriteBwTransport(PairTransport):
                 per_hca[hca] = parse_ib_write_bw(out)["avg_gbps"]
             except ParseError as exc:
                 return self.error(a, b, "ib_write_bw output unreadable on %s: %s" % (hca, exc))
-        worst = min(per_hca, key=per_hca.get)
+        worst = min(per_hca, key=lambda hca: per_hca[hca])
         return PairTest(a, b, OK, per_hca[worst], self.unit,
                         evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst})
 
@@ -206,9 +208,10 @@ class NcclPairTransport(PairTransport):
                                   "size": points[-1][0] if points else None})
 
 
-def make_transport(name, launcher, addresses=None, **options):
+def make_transport(name: str, launcher: Launcher, addresses: dict | None = None, **options: Any) -> PairTransport:
     """Pair transport by name (:data:`TRANSPORTS`); ``options`` are the transport's keyword arguments."""
     options = {k: v for k, v in options.items() if v is not None}
+    keys: tuple[str, ...]
     if name == "iperf3":
         keys = ("timeout_s", "duration_s", "port", "streams", "bidir", "binary")
         return Iperf3Transport(launcher, addresses, **{k: options[k] for k in keys if k in options})
@@ -221,28 +224,34 @@ def make_transport(name, launcher, addresses=None, **options):
     raise ValidationError("unknown transport %r (%s)" % (name, ", ".join(TRANSPORTS)), where="transport")
 
 
-def round_runner(transport, floor=None, min_fraction=0.8, workers=8):
+class RoundRunner:
     """A ``run_round`` for :func:`~._fabric.schedules.run_schedule`: runs a round's disjoint pairs concurrently
     (at most ``workers`` at once), appends the tests, then re-judges every test so far with
-    :func:`~._fabric.localise.judge`.  The judge's last verdict is kept in ``runner.threshold``."""
-    lock = threading.Lock()
+    :func:`~._fabric.localise.judge`.  The judge's last verdict is kept in ``threshold``."""
 
-    def run_round(number, pairs, tests):
-        def one(item):
+    def __init__(self, transport: PairTransport, floor: float | None = None, min_fraction: float = 0.8,
+                 workers: int = 8) -> None:
+        self.transport = transport
+        self.floor = floor
+        self.min_fraction = min_fraction
+        self.workers = workers
+        self.lock = threading.Lock()
+        self.threshold: dict[str, Any] = {"threshold": floor, "reference": None,
+                                          "basis": "floor" if floor is not None else "relative"}
+
+    def __call__(self, number: int, pairs: list[tuple[str, str]], tests: list[PairTest]) -> list[PairTest]:
+        def one(item: tuple[int, tuple[str, str]]) -> PairTest:
             slot, (a, b) = item
             try:
-                test = transport.measure(a, b, slot)
+                test = self.transport.measure(a, b, slot)
             except (OSError, ValueError) as exc:
-                test = transport.error(a, b, "%s: %s" % (type(exc).__name__, exc))
+                test = self.transport.error(a, b, "%s: %s" % (type(exc).__name__, exc))
             test.round = number
             return test
 
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pairs) or 1))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(pairs) or 1))) as pool:
             new = list(pool.map(one, enumerate(pairs)))
-        with lock:
+        with self.lock:
             tests = list(tests) + new
-            run_round.threshold = judge(tests, floor, min_fraction)
+            self.threshold = judge(tests, self.floor, self.min_fraction)
         return tests
-
-    run_round.threshold = {"threshold": floor, "reference": None, "basis": "floor" if floor is not None else "relative"}
-    return run_round

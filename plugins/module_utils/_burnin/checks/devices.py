@@ -20,7 +20,7 @@ from ..._host.parsers.lspci import gen_from_gts, parse_lspci_vv
 from ..context import TestContext
 from .common import read_sysfs, where_in_sku
 
-GPU_VENDOR_IDS = {"nvidia": ("0x10de",), "amd": ("0x1002",)}
+GPU_VENDOR_IDS: dict[str, tuple[str, ...]] = {"nvidia": ("0x10de",), "amd": ("0x1002",)}
 NIC_VENDOR_HINTS = (("connectx", "0x15b3"), ("bluefield", "0x15b3"), ("mellanox", "0x15b3"), ("nvidia", "0x15b3"),
                     ("broadcom", "0x14e4"), ("intel", "0x8086"))
 
@@ -49,7 +49,7 @@ def _link_class(ctx: TestContext, kind: str) -> tuple | str:
             return "no GPU expected (profile %s: inband_bom.gpus.count %d)" % (ctx.profile, count)
         spec = gpus.get("pcie") or {}
         width, gen = ctx.threshold("gpu_min_width", spec.get("width")), ctx.threshold("gpu_min_gen", spec.get("gen"))
-        vendors = GPU_VENDOR_IDS.get(gpus.get("vendor"), GPU_VENDOR_IDS["nvidia"] + GPU_VENDOR_IDS["amd"])
+        vendors = GPU_VENDOR_IDS.get(gpus.get("vendor") or "", GPU_VENDOR_IDS["nvidia"] + GPU_VENDOR_IDS["amd"])
         return count, width, gen, vendors, ("0x0300", "0x0302", "0x0380", "0x1200"), \
             bool(ctx.params.get("check_gpu_current_speed", False))
     nics = [n for n in (ctx.bom.get("nics") or []) if n.get("pcie") and n.get("count")]

@@ -11,6 +11,7 @@ named in each function.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..._core.errors import ManifestError, ParseError, ToolNotFoundError
 from ..._core.gate import Outcome, failed, passed
@@ -133,7 +134,7 @@ def check_edac(ctx: TestContext) -> Outcome:
     for mc in sorted(os.listdir(root)):
         if not mc.startswith("mc"):
             continue
-        entry = {"ce": number(read_sysfs(os.path.join(root, mc, "ce_count"))),
+        entry: dict[str, Any] = {"ce": number(read_sysfs(os.path.join(root, mc, "ce_count"))),
                  "ue": number(read_sysfs(os.path.join(root, mc, "ue_count"))), "dimms": {}}
         for dimm in sorted(os.listdir(os.path.join(root, mc))):
             if dimm.startswith(("dimm", "rank")):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Any
 
 from ..._core.errors import ManifestError, ToolNotFoundError
 from ..._core.gate import Outcome, failed, passed
@@ -39,7 +40,8 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged).
     Returns ``(ok, problems, per_gpu)``.
     """
-    problems, per_gpu = [], {}
+    problems: list[str] = []
+    per_gpu: dict[str, dict[str, Any]] = {}
     loaded = [s for s in samples if s.t_s >= warmup_s]
     if not loaded:
         return False, ["no telemetry sample after the %gs warm-up" % warmup_s], per_gpu
@@ -55,7 +57,7 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
         powers = [s.power_w for s in judged if s.power_w is not None]
         temps = [s.temp_c for s in samples if s.gpu == gpu and s.temp_c is not None]
         throttled = [s for s in mine if set(s.throttle) & set(telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE)]
-        entry = {"samples": len(mine), "judged": len(powers),
+        entry: dict[str, Any] = {"samples": len(mine), "judged": len(powers),
                  "mean_power_w": round(sum(powers) / len(powers), 1) if powers else None,
                  "min_power_w": min(powers) if powers else None, "max_power_w": max(powers) if powers else None,
                  "max_temp_c": max(temps) if temps else None,
@@ -129,7 +131,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     except ToolNotFoundError as exc:
         marker, xid_note = None, exc.message
     sampler = telemetry.Sampler(backend, float(ctx.params.get("sample_interval_s", 1.0))).start()
-    windows = []
+    windows: list[list[float | None]] = []
     out_path = os.path.join(ctx.evidence_store.root, ctx.evidence_store.base, ctx.rel_dir, "load.stdout.txt")
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     with open(out_path, "w", encoding="utf-8") as out:
@@ -166,7 +168,8 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
                                    "tdp_w": tdp, "on_windows": windows, "errors": sampler.errors,
                                    "samples": [s.to_dict() for s in samples]})
     ok, problems, per_gpu = evaluate_power(samples, float(tdp), low, high, max_throttle, float(max_temp), warmup,
-                                           [tuple(w) for w in windows] if pulse else None, count,
+                                           [(a, b) for a, b in windows if a is not None and b is not None]
+                                           if pulse else None, count,
                                            None if brakes is None else float(brakes))
     xids = []
     if marker is not None:
