@@ -48,6 +48,15 @@ class EvidenceStore:
             self.files.append(rel)
         return rel
 
+    def reserve(self, rel_dir: str, name: str) -> tuple[str, str]:
+        """``(relative, absolute)`` path of ``<rel_dir>/<name>`` for a file a tool writes itself (a long load's
+        output, streamed): its directory is made and it is listed with the files written here."""
+        rel = os.path.join(self.base, rel_dir, safe_name(name))
+        os.makedirs(os.path.dirname(self.path(rel)), exist_ok=True)
+        if rel not in self.files:
+            self.files.append(rel)
+        return rel, self.path(rel)
+
     def write_json(self, rel_dir: str, name: str, data: Any) -> str:
         return self.write_text(rel_dir, name, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 

@@ -19,7 +19,7 @@ per tier: :mod:`.node` and :mod:`.devices` (node tier), :mod:`.gpu`, :mod:`.powe
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable
 
 from ..._core.gate import Outcome
 from ..context import TestContext
@@ -36,7 +36,7 @@ from .gpu import (
 from .node import check_edac, check_kernel_log, check_memory_size, check_stress_ng_cpu, check_stress_ng_vm
 from .power import check_power_pulsating, check_power_sustained
 
-KINDS: Dict[str, Callable[[TestContext], Outcome]] = {
+KINDS: dict[str, Callable[[TestContext], Outcome]] = {
     "stress_ng_cpu": check_stress_ng_cpu,
     "stress_ng_vm": check_stress_ng_vm,
     "memory_size": check_memory_size,

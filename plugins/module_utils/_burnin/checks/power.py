@@ -132,8 +132,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         marker, xid_note = None, exc.message
     sampler = telemetry.Sampler(backend, float(ctx.params.get("sample_interval_s", 1.0))).start()
     windows: list[list[float | None]] = []
-    out_path = os.path.join(ctx.evidence_store.root, ctx.evidence_store.base, ctx.rel_dir, "load.stdout.txt")
-    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    rel, out_path = ctx.evidence_store.reserve(ctx.rel_dir, "load.stdout.txt")
     with open(out_path, "w", encoding="utf-8") as out:
         try:
             load = spawn(argv, output=out, cwd=os.path.dirname(tool))
@@ -158,8 +157,6 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         finally:
             samples = sampler.stop()
             backend.close()
-    rel = os.path.relpath(out_path, ctx.evidence_store.root)
-    ctx.evidence_store.files.append(rel)
     ctx.evidence["load_output"] = rel
     if windows and windows[-1][1] is None:
         windows[-1][1] = samples[-1].t_s + 1 if samples else 0
