@@ -8,7 +8,7 @@ from __future__ import annotations
 class ModuleDocFragment(object):
     """How the fabric and NCCL modules reach the nodes: OpenSSH, Slurm C(srun), C(mpirun) or the controller.
 
-    The argument spec is ``_transports.launcher_argument_spec()``; each module documents its own O(launcher)
+    The argument spec is ``_host.launchers.launcher_argument_spec()``; each module documents its own O(launcher)
     default.
     """
 

@@ -213,13 +213,15 @@ tests:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import rounds as _rounds
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as _transports
+from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as _launchers
 
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "addresses": {"type": "dict", "default": {}},
     "transport": {"type": "str", "default": "iperf3", "choices": list(_transports.TRANSPORTS)},
-    **_transports.launcher_argument_spec(default="ssh"),
+    **_launchers.launcher_argument_spec(default="ssh"),
     "schedule": {"type": "str", "default": "adaptive", "choices": ["adaptive", "round_robin", "tri_ring"]},
     "seed": {"type": "int"},
     "max_rounds": {"type": "int", "default": 8},
@@ -247,7 +249,7 @@ ARGUMENT_SPEC = {
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
-        result = _transports.fabric_test_module(module.params, check_mode=module.check_mode)
+        result = _rounds.fabric_test_module(module.params, check_mode=module.check_mode)
     except SymphonyError as exc:
         module.fail_json(**exc.to_dict())
     module.exit_json(**result)

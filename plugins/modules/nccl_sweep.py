@@ -171,7 +171,8 @@ node_counts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as _transports
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import sweep as _sweep
+from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as _launchers
 
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
@@ -185,7 +186,7 @@ ARGUMENT_SPEC = {
     "nccl_env": {"type": "dict", "default": {}},
     "gpus_per_node": {"type": "int", "default": 8},
     "binary_dir": {"type": "str"},
-    **_transports.launcher_argument_spec(default="srun"),
+    **_launchers.launcher_argument_spec(default="srun"),
     "timeout_s": {"type": "int", "default": 1800},
     "results_from": {"type": "list", "elements": "dict", "default": [],
                      "options": {"nodes": {"type": "int", "required": True},
@@ -201,7 +202,7 @@ ARGUMENT_SPEC = {
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
-        result = _transports.nccl_sweep_module(module.params, check_mode=module.check_mode)
+        result = _sweep.nccl_sweep_module(module.params, check_mode=module.check_mode)
     except SymphonyError as exc:
         module.fail_json(**exc.to_dict())
     module.exit_json(**result)

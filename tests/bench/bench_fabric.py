@@ -24,6 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "build" / "collections"))
 
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import pairs as F  # noqa: E402
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import schedules as S  # noqa: E402
 
 NODES, PER_LEAF, SPINES = 1024, 32, 32
 TRIALS = int(os.environ.get("BENCH_FABRIC_TRIALS", "20"))
@@ -43,7 +44,7 @@ def trial(k, seed):
             tests.append(F.PairTest(a, b, F.FAIL if hit else F.OK, 10.0 if hit else 400.0, "Gb/s", number))
         return tests
 
-    out = F.run_schedule(nodes, run_round, "adaptive", fabric, seed=seed, max_rounds=16)
+    out = S.run_schedule(nodes, run_round, "adaptive", fabric, seed=seed, max_rounds=16)
     found = out["localisation"].bad
     tp = len(found & truth)
     precision = tp / len(found) if found else (1.0 if not truth else 0.0)
@@ -53,7 +54,7 @@ def trial(k, seed):
 
 def main():
     result = {"nodes": NODES, "spines": SPINES, "nodes_per_leaf": PER_LEAF, "trials": TRIALS,
-              "round_robin_rounds": len(F.round_robin(["n%04d" % i for i in range(NODES)]))}
+              "round_robin_rounds": len(S.round_robin(["n%04d" % i for i in range(NODES)]))}
     start = time.time()
     for k in (1, 4, 16):
         runs = [trial(k, 1000 * k + s) for s in range(TRIALS)]

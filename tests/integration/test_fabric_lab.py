@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import rounds as R
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as T
+from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as H
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
 symphony_lab = pytest.importorskip("symphony_lab")
@@ -36,7 +38,7 @@ def nodes(lab):
 
 def _transport(lab, port):
     addresses = {h["name"]: h["address"] for h in lab.hosts}
-    return T.make_transport("iperf3", T.SSHLauncher(config_file=str(lab.ssh_config)), addresses,
+    return T.make_transport("iperf3", H.SSHLauncher(config_file=str(lab.ssh_config)), addresses,
                             duration_s=1, port=port, timeout_s=30)
 
 
@@ -44,7 +46,7 @@ def test_fabric_lab_degraded_interface_is_that_node(lab, nodes, ledger_path):
     lab.degrade_interface("lab3", DEGRADED_MBIT)
     try:
         ledger = open_ledger(ledger_path)
-        out = T.run_fabric_test(nodes, _transport(lab, 5611), "round_robin", min_fraction=MIN_FRACTION,
+        out = R.run_fabric_test(nodes, _transport(lab, 5611), "round_robin", min_fraction=MIN_FRACTION,
                                 ledger=ledger, run_id="lab-if")
     finally:
         lab.restore()
@@ -99,7 +101,7 @@ def test_fabric_lab_degraded_path_is_that_link_via_the_module(lab, nodes, tmp_pa
 def test_fabric_lab_adaptive_finds_the_degraded_interface(lab, nodes):
     lab.degrade_interface("lab2", DEGRADED_MBIT)
     try:
-        out = T.run_fabric_test(nodes, _transport(lab, 5651), "adaptive", min_fraction=MIN_FRACTION, seed=4)
+        out = R.run_fabric_test(nodes, _transport(lab, 5651), "adaptive", min_fraction=MIN_FRACTION, seed=4)
     finally:
         lab.restore()
     assert out["bad_interfaces"] == ["lab2"], out["tests"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from .._core.errors import ParseError, ValidationError
 from .parsers import load_json_document
@@ -35,7 +36,7 @@ DEFAULT_MAX_BYTES = 8 * 1024 ** 3
 NCCL_ENV_PREFIXES = ("NCCL_", "RCCL_", "UCX_", "CUDA_", "HSA_", "NVSHMEM_")
 
 
-def busbw_factor(collective, nranks):
+def busbw_factor(collective: str, nranks: int) -> float:
     """busbw / algbw for ``collective`` over ``nranks`` ranks (GPUs in the communicator).
 
     all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall, gather, scatter (n-1)/n; sendrecv,
@@ -53,7 +54,7 @@ def busbw_factor(collective, nranks):
     return 1.0
 
 
-def normalise_collective(name):
+def normalise_collective(name: str) -> str:
     """``all_reduce_perf`` / ``allreduce`` / ``all_reduce`` -> ``all_reduce``; ValidationError otherwise."""
     key = str(name).strip().lower()
     key = key[:-5] if key.endswith("_perf") else key
@@ -66,7 +67,7 @@ def normalise_collective(name):
     return key
 
 
-def _num(text):
+def _num(text: str) -> float | None:
     text = text.strip()
     if text.lower() in ("n/a", "na", "-", "nan", ""):
         return None
@@ -85,14 +86,14 @@ _RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\S+)")
 
 
-def _strip_provenance(text):
+def _strip_provenance(text: str) -> str:
     # The shared fixtures carry a '# SOURCE: ...' line 1; real output never starts with it.
     if text.startswith("# SOURCE:"):
         return text.split("\n", 1)[1] if "\n" in text else ""
     return text
 
 
-def parse_text(text):
+def parse_text(text: str) -> dict[str, Any]:
     """Parse nccl-tests/rccl-tests text output.
 
     Returns ``{"rows": [{"size": B, "count": int, "type": str, "redop": str, "root": int|None,
@@ -158,7 +159,7 @@ def parse_text(text):
             "collective": normalise_collective(collective) if collective else None}
 
 
-def _parse_row(fields, header):
+def _parse_row(fields: list[str], header: Any) -> dict[str, Any] | None:
     # header: size count type redop [root] time algbw busbw #wrong|error time algbw busbw #wrong|error [...]
     lead = 5 if "root" in header[:6] else 4
     if len(fields) < lead + 8:
@@ -189,7 +190,7 @@ def _parse_row(fields, header):
             "out_of_place": halves[0], "in_place": halves[1]}
 
 
-def _jbool(value):
+def _jbool(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -197,7 +198,7 @@ def _jbool(value):
     return None
 
 
-def _jnum(value):
+def _jnum(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -209,7 +210,7 @@ def _jnum(value):
     return None if math.isnan(value) else value
 
 
-def parse_json(document):
+def parse_json(document: Any) -> dict[str, Any]:
     """Parse a nccl-tests ``-J`` JSON document (already decoded to a dict).
 
     Returns the same shape as :func:`parse_text`, plus ``"env"``: the ``NCCL_*``-family variables the
@@ -225,7 +226,7 @@ def parse_json(document):
     for i, item in enumerate(results):
         if not isinstance(item, dict) or "size" not in item:
             raise ParseError("results[%d] has no size" % i, where=TOOL + " -J")
-        halves = {}
+        halves: dict[str, dict[str, float | None] | None] = {}
         for key in ("out_of_place", "in_place"):
             half = item.get(key)
             if half is None:
@@ -265,7 +266,7 @@ def parse_json(document):
             "nccl_version": document.get("nccl_version")}
 
 
-def parse(text):
+def parse(text: str) -> dict[str, Any]:
     """Parse either format: a ``{``-led document is ``-J`` JSON, anything else the text table."""
     if not isinstance(text, str) or not text.strip():
         raise ParseError("output is empty", where=TOOL)
@@ -276,7 +277,7 @@ def parse(text):
     return parse_text(text)
 
 
-def corruption(parsed):
+def corruption(parsed: dict[str, Any]) -> dict[str, Any]:
     """Data-corruption findings: sizes with ``#wrong`` > 0 (either half) and the out-of-bounds count.
 
     Returns ``{"wrong_sizes": [B...], "out_of_bounds": int, "corrupt": bool}``; ``#wrong`` N/A
@@ -293,9 +294,9 @@ def corruption(parsed):
             or not parsed.get("out_of_bounds_ok", True)}
 
 
-def curve(parsed, half="out_of_place"):
+def curve(parsed: dict[str, Any], half: str = "out_of_place") -> list[tuple[int, float]]:
     """``[(size B, busbw GB/s)]`` for sizes > 0, sorted by size, one point per size (the best repeat)."""
-    best = {}
+    best: dict[int, float] = {}
     for row in parsed["rows"]:
         h = row.get(half) or row.get("in_place")
         if not h or row["size"] <= 0 or h.get("busbw") is None:
@@ -304,7 +305,7 @@ def curve(parsed, half="out_of_place"):
     return sorted(best.items())
 
 
-def sweep_sizes(max_bytes=DEFAULT_MAX_BYTES, min_bytes=8):
+def sweep_sizes(max_bytes: int = DEFAULT_MAX_BYTES, min_bytes: int = 8) -> list[int]:
     """Message sizes from ``min_bytes`` (8 B) to ``max_bytes`` (default 8 GiB) by powers of two."""
     if min_bytes < 1 or max_bytes < min_bytes:
         raise ValidationError("sweep needs 1 <= min_bytes <= max_bytes, got %r..%r" % (min_bytes, max_bytes),
@@ -316,7 +317,7 @@ def sweep_sizes(max_bytes=DEFAULT_MAX_BYTES, min_bytes=8):
     return out
 
 
-def node_counts(cluster_size, start=1):
+def node_counts(cluster_size: int, start: int = 1) -> list[int]:
     """Node counts in powers of two from ``start`` up to ``cluster_size`` (``[1, 2, 4, ...]``)."""
     if cluster_size < 1:
         raise ValidationError("cluster has no nodes", where="nccl sweep")
@@ -327,7 +328,7 @@ def node_counts(cluster_size, start=1):
     return out
 
 
-def fmt_size(size):
+def fmt_size(size: float) -> str:
     """``131072`` -> ``'128 KiB'``."""
     for unit, factor in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
         if size >= factor and size % factor == 0:
@@ -335,7 +336,8 @@ def fmt_size(size):
     return "%d B" % size
 
 
-def check_sweep(points, floor_gbps=None, tolerance=0.10, plateau_points=3, plateau_flat=0.10, noise_gbps=0.5):
+def check_sweep(points: list[tuple[int, float]], floor_gbps: float | None = None, tolerance: float = 0.10,
+                plateau_points: int = 3, plateau_flat: float = 0.10, noise_gbps: float = 0.5) -> dict[str, Any]:
     """Check a busbw curve for shape and level.
 
     ``points``: ``[(size B, busbw GB/s)]`` (see :func:`curve`).  ``tolerance``: a point more than this
@@ -353,7 +355,9 @@ def check_sweep(points, floor_gbps=None, tolerance=0.10, plateau_points=3, plate
     if not points:
         raise ValidationError("empty busbw curve", where="nccl sweep")
     points = sorted(points)
-    dips, best = [], 0.0
+    floor = None if floor_gbps is None else float(floor_gbps)
+    dips: list[dict[str, Any]] = []
+    best = 0.0
     for i, (size, bw) in enumerate(points):
         # A drop below the best of the smaller sizes, or a notch below the geometric mean of its two
         # neighbours on a rising curve (the classic 128 KiB protocol-switch dip).
@@ -367,16 +371,16 @@ def check_sweep(points, floor_gbps=None, tolerance=0.10, plateau_points=3, plate
     tail = sorted(bw for _s, bw in points[-plateau_points:])
     plateau = tail[len(tail) // 2]
     flat = (max(tail) - min(tail)) <= plateau_flat * max(tail) if max(tail) > 0 else False
-    below = floor_gbps is not None and plateau < float(floor_gbps)
+    below = floor is not None and plateau < floor
     failing = [d["size"] for d in dips]
     reasons = []
     for d in dips:
         reasons.append("busbw dips to %.2f GB/s at %s (expected >= %.2f: the curve must rise monotonically)"
                        % (d["busbw"], d["size_h"], d["expected_at_least"]))
-    if below:
-        low = [s for s, bw in points[-plateau_points:] if bw < float(floor_gbps)]
+    if below and floor is not None:
+        low = [s for s, bw in points[-plateau_points:] if bw < floor]
         failing += [s for s in low if s not in failing]
-        reasons.append("plateau %.2f GB/s is below the SKU floor %.2f GB/s" % (plateau, float(floor_gbps)))
+        reasons.append("plateau %.2f GB/s is below the SKU floor %.2f GB/s" % (plateau, floor))
     if not flat:
         reasons.append("busbw still rising/unstable at the largest sizes (%s): no plateau reached"
                        % ", ".join("%.2f" % bw for bw in tail))
@@ -385,7 +389,8 @@ def check_sweep(points, floor_gbps=None, tolerance=0.10, plateau_points=3, plate
             "flat": flat, "failing_sizes": sorted(failing), "reasons": reasons}
 
 
-def analyse(parsed, floor_gbps=None, tolerance=0.10, nccl_env=None, min_size=None):
+def analyse(parsed: dict[str, Any], floor_gbps: float | None = None, tolerance: float = 0.10,
+            nccl_env: dict | None = None, min_size: int | None = None) -> dict[str, Any]:
     """Full verdict of one nccl-tests run: corruption + shape + level.
 
     Returns ``{"ok": bool, "corruption": {...}, "shape": {...}, "validation": bool|None,

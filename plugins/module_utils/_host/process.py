@@ -1,22 +1,31 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one subprocess runner: every tool the collection runs on a node or the controller goes through :func:`run`.
+"""The one subprocess runner: every tool the collection runs on a node or the controller goes through here.
 
 One contract: the argument list is never given to a shell; ``timeout_s`` is seconds; an absent executable raises
 :class:`ToolNotFoundError` (its check becomes ``not_run``), a command that outlives ``timeout_s`` raises
 :class:`CommandTimeoutError` carrying what it printed so far; any exit status is returned, never judged here
 (the caller knows what the tool's exit codes mean). Secrets given in ``secrets`` are masked in every message.
+
+Two entry points:
+
+* :func:`run`: run a command to its end (the common case: query tools, Slurm clients, ssh, vendor updaters).
+* :func:`spawn`: start a command in its own session (process group) and get a :class:`GroupProcess`, for what
+  :func:`run` cannot do: a stress tool whose children must die with it on timeout (:meth:`GroupProcess.communicate`,
+  or :func:`run_group` in one call), a load paused and resumed with signals while telemetry is sampled, a server
+  left running while its client is measured.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import IO, Any, Iterable, Mapping, Sequence
 
 from .._core.errors import SymphonyError, ToolNotFoundError
 from .._core.secrets import scrub
@@ -52,7 +61,26 @@ def _text(data: object) -> str:
     return data if isinstance(data, str) else ""
 
 
-def run(argv: Sequence[str], timeout_s: float, *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+def _argv(argv: Sequence[Any], env: Mapping[str, str] | None) -> tuple[list[str], str]:
+    """``(argv as text, resolved executable)``; :class:`ToolNotFoundError` when it cannot be found."""
+    args = [str(a) for a in argv]
+    if not args:
+        raise ToolNotFoundError("empty command line", where="argv")
+    exe = args[0] if os.path.sep in args[0] else which(args[0], env)
+    if exe is None or not os.path.exists(exe):
+        raise ToolNotFoundError("%s not found on PATH" % args[0], where=args[0])
+    return args, exe
+
+
+def _timeout(argv: Sequence[str], timeout_s: float, stdout: object, stderr: object,
+             secrets: Sequence[str]) -> CommandTimeoutError:
+    shown = scrub(" ".join(argv), secrets)
+    return CommandTimeoutError("%s did not finish within %g s" % (shown, timeout_s), where=argv[0],
+                               details={"stdout": scrub(_text(stdout), secrets),
+                                        "stderr": scrub(_text(stderr), secrets), "timeout_s": timeout_s})
+
+
+def run(argv: Sequence[Any], timeout_s: float, *, env: Mapping[str, str] | None = None, cwd: str | None = None,
         stdin: str | None = None, secrets: Iterable[str] = ()) -> CommandResult:
     """Run ``argv`` (no shell) for at most ``timeout_s`` seconds and return its :class:`CommandResult`.
 
@@ -61,24 +89,104 @@ def run(argv: Sequence[str], timeout_s: float, *, env: Mapping[str, str] | None 
     ``stdin`` is text fed to the command; without it the command reads ``/dev/null`` and cannot hang on a prompt.
     """
 
-    argv = [str(a) for a in argv]
-    secrets = [s for s in secrets if s]
-    if not argv:
-        raise ToolNotFoundError("empty command line", where="argv")
-    exe = argv[0] if os.path.sep in argv[0] else which(argv[0], env)
-    if exe is None or not os.path.exists(exe):
-        raise ToolNotFoundError("%s not found on PATH" % argv[0], where=argv[0])
+    hidden = [s for s in secrets if s]
+    args, exe = _argv(argv, env)
     started = time.monotonic()
     try:
-        proc = subprocess.run([exe] + argv[1:], capture_output=True, text=True, timeout=timeout_s, check=False,
+        proc = subprocess.run([exe] + args[1:], capture_output=True, timeout=timeout_s, check=False,
                               env=dict(env) if env is not None else None, cwd=cwd,
-                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+                              input=stdin.encode("utf-8") if stdin is not None else None,
+                              stdin=None if stdin is not None else subprocess.DEVNULL)
     except FileNotFoundError:
-        raise ToolNotFoundError("%s not found" % argv[0], where=argv[0])
+        raise ToolNotFoundError("%s not found" % args[0], where=args[0])
     except subprocess.TimeoutExpired as exc:
-        shown = scrub(" ".join(argv), secrets)
-        raise CommandTimeoutError("%s did not finish within %g s" % (shown, timeout_s), where=argv[0],
-                                  details={"stdout": scrub(_text(exc.stdout), secrets),
-                                           "stderr": scrub(_text(exc.stderr), secrets), "timeout_s": timeout_s})
-    return CommandResult(argv=tuple(argv), rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr,
+        raise _timeout(args, timeout_s, exc.stdout, exc.stderr, hidden)
+    # Decoded leniently: one stray byte in a tool's output must not turn a reading into a crash.
+    return CommandResult(argv=tuple(args), rc=proc.returncode, stdout=_text(proc.stdout), stderr=_text(proc.stderr),
                          duration_s=time.monotonic() - started)
+
+
+class GroupProcess:
+    """A command started by :func:`spawn`: it leads its own process group, so signals reach its children too."""
+
+    def __init__(self, proc: subprocess.Popen, argv: Sequence[str], started: float) -> None:
+        self.proc = proc
+        self.argv = tuple(argv)
+        self.started = started
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        """The exit status, or ``None`` while it runs."""
+        return self.proc.poll()
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the whole process group; a group that is already gone is ignored."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            pass
+
+    def communicate(self, timeout_s: float, secrets: Iterable[str] = ()) -> CommandResult:
+        """Wait at most ``timeout_s`` seconds for the end and return its :class:`CommandResult`.
+
+        Past ``timeout_s`` the whole group is killed (SIGKILL), what it printed is collected and
+        :class:`CommandTimeoutError` is raised with it (``details``: ``stdout``, ``stderr``, ``timeout_s``).
+        """
+        try:
+            out, err = self.proc.communicate(timeout=max(timeout_s, 0.01))
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            out, err = self.proc.communicate()
+            raise _timeout(self.argv, timeout_s, out, err, [s for s in secrets if s])
+        return CommandResult(argv=self.argv, rc=self.proc.returncode, stdout=_text(out), stderr=_text(err),
+                             duration_s=time.monotonic() - self.started)
+
+    def stderr_text(self) -> str:
+        """What an ended command wrote to its stderr pipe (``""`` when it had none)."""
+        return _text(self.proc.stderr.read()) if self.proc.stderr else ""
+
+    def stop(self, wait_s: float = 0.0, grace_s: float = 30.0) -> int | None:
+        """Let it end by itself for ``wait_s`` seconds, then SIGCONT and SIGTERM the group (a paused load must
+        wake to die), then SIGKILL it after ``grace_s`` more.  Returns the exit status."""
+        if wait_s > 0:
+            try:
+                return self.proc.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                pass
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            self.signal(sig)
+        try:
+            return self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            return self.proc.wait()
+
+
+def spawn(argv: Sequence[Any], *, output: IO[Any] | None = None, env: Mapping[str, str] | None = None,
+          cwd: str | None = None) -> GroupProcess:
+    """Start ``argv`` (no shell, stdin ``/dev/null``) in its own session and return its :class:`GroupProcess`.
+
+    ``output``: an open file that receives stdout and stderr together (a long load whose output is evidence);
+    without it both are pipes, read by :meth:`GroupProcess.communicate`.  Raises :class:`ToolNotFoundError`
+    when the executable is absent or cannot be executed.
+    """
+    args, exe = _argv(argv, env)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen([exe] + args[1:], stdin=subprocess.DEVNULL,
+                                stdout=output if output is not None else subprocess.PIPE,
+                                stderr=subprocess.STDOUT if output is not None else subprocess.PIPE,
+                                cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True)
+    except OSError as exc:
+        raise ToolNotFoundError("cannot run %s: %s" % (args[0], exc.strerror or exc), where=args[0])
+    return GroupProcess(proc, args, started)
+
+
+def run_group(argv: Sequence[Any], timeout_s: float, *, env: Mapping[str, str] | None = None,
+              cwd: str | None = None, secrets: Iterable[str] = ()) -> CommandResult:
+    """:func:`run` for a tool that forks (stress tools, GPU burners): on timeout its whole process group is
+    killed, so no child outlives it or holds its output open.  Same result and errors as :func:`run`."""
+    return spawn(argv, env=env, cwd=cwd).communicate(timeout_s, secrets)

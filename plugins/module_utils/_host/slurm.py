@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
+import shlex
 import time
+from typing import Any, Callable, Mapping, Sequence
 
 from .._core.errors import (
     SchedulerError,
     ToolNotFoundError,
     ValidationError,
 )
+from .process import CommandTimeoutError, run
 
 # Job states (squeue/scontrol JOB_STATE names, Slurm 22.05 man squeue "JOB STATE CODES").
 PENDING_STATES = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
@@ -37,30 +38,31 @@ DONE_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREE
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-\[\],]*$")
 
 
-def run_command(argv, env=None, timeout=60):
-    """Run ``argv``; ``(rc, stdout, stderr)``.  ToolNotFoundError when the executable is absent."""
-    if shutil.which(argv[0], path=(env or os.environ).get("PATH")) is None:
-        raise ToolNotFoundError("%s is not installed on this host" % argv[0], where=argv[0])
+def run_command(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 60) -> tuple[int, str, str]:
+    """Run ``argv``; ``(rc, stdout, stderr)``.  ToolNotFoundError when the executable is absent,
+    :class:`SchedulerError` when it does not answer within ``timeout`` seconds."""
     try:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
+        res = run(argv, timeout, env=env)
+    except ToolNotFoundError:
+        raise ToolNotFoundError("%s is not installed on this host" % argv[0], where=argv[0])
+    except CommandTimeoutError:
         raise SchedulerError("%s did not answer within %d s" % (" ".join(argv[:3]), timeout), where=argv[0])
-    return proc.returncode, proc.stdout, proc.stderr
+    return res.rc, res.stdout, res.stderr
 
 
-def parse_job_record(text):
+def parse_job_record(text: str) -> dict[str, str]:
     """``scontrol show job -o`` output -> dict of its ``Key=Value`` fields.
 
     Values never contain spaces except ``Command``/``WorkDir``-like paths, which we do
     not rely on; ``Reason=`` values may, and are kept whole up to the next ``Key=``.
     """
-    fields = {}
+    fields: dict[str, str] = {}
     for match in re.finditer(r"(\w[\w:/]*)=(.*?)(?=\s+\w[\w:/]*=|\s*$)", text.strip()):
         fields[match.group(1)] = match.group(2)
     return fields
 
 
-def parse_exit_code(value):
+def parse_exit_code(value: Any) -> tuple[int | None, int | None]:
     """``"1:0"`` -> ``(1, 0)``: (exit status, signal)."""
     try:
         code, dummy, signal = str(value).partition(":")
@@ -69,7 +71,8 @@ def parse_exit_code(value):
         return None, None
 
 
-def validate_node_names(nodes, where="nodes"):
+def validate_node_names(nodes: Sequence[Any], where: str = "nodes") -> list[str]:
+    """``nodes`` as a list; :class:`ValidationError` naming the first that is not a Slurm node name."""
     for node in nodes:
         if not isinstance(node, str) or not _NODE_NAME.match(node):
             raise ValidationError("%r is not a Slurm node name" % (node,), where=where)
@@ -83,20 +86,23 @@ class Slurm:
     ``run``: see module docstring; ``clock``/``sleep``: injectable time.
     """
 
-    def __init__(self, env=None, run=run_command, clock=time.time, sleep=time.sleep, command_timeout=60):
+    def __init__(self, env: Mapping[str, str] | None = None, run: Callable[..., tuple[int, str, str]] = run_command,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 command_timeout: float = 60) -> None:
         self.env = env
         self._run = run
         self.clock = clock
         self.sleep = sleep
         self.command_timeout = command_timeout
 
-    def _call(self, argv, where):
+    def _call(self, argv: list[str], where: str) -> str:
         rc, out, err = self._run(argv, env=self.env, timeout=self.command_timeout)
         if rc != 0:
             raise SchedulerError("%s failed (rc %d): %s" % (argv[0], rc, (err or out).strip()[:400]), where=where)
         return out
 
-    def submit(self, script_path, nodes=None, partition=None, job_name=None, extra_args=()):
+    def submit(self, script_path: str, nodes: Sequence[str] | None = None, partition: str | None = None,
+               job_name: str | None = None, extra_args: Sequence[str] = ()) -> str:
         """``sbatch --parsable``; returns the job id (str).
 
         ``nodes``: exact node list (``--nodelist`` and ``--nodes``), overriding the
@@ -117,7 +123,7 @@ class Slurm:
             raise SchedulerError("sbatch printed %r, not a job id" % out[:200], where=script_path)
         return job_id
 
-    def job(self, job_id):
+    def job(self, job_id: str | int) -> dict[str, Any]:
         """Current record of ``job_id``: ``{job_id, state, exit_code, signal, nodes, reason, stdout, elapsed}``.
 
         Reads ``scontrol show job -o``; when Slurm no longer holds the job (past
@@ -145,7 +151,7 @@ class Slurm:
                              % (job_id, (err or "no output").strip()[:200], (err2 or "no output").strip()[:200]),
                              where="job %s" % job_id)
 
-    def wait(self, job_id, timeout_s, poll_s=2.0):
+    def wait(self, job_id: str | int, timeout_s: float, poll_s: float = 2.0) -> dict[str, Any]:
         """Poll until ``job_id`` ends; returns its final :meth:`job` record plus ``waited_s``.
 
         Past ``timeout_s`` the job is cancelled and the record says ``state:
@@ -164,23 +170,23 @@ class Slurm:
                 return rec
             self.sleep(poll_s)
 
-    def cancel(self, job_id):
+    def cancel(self, job_id: str | int) -> None:
         """``scancel <job_id>``."""
         self._call(["scancel", str(job_id)], where="job %s" % job_id)
 
-    def drain(self, node, reason):
+    def drain(self, node: str, reason: str) -> None:
         """``scontrol update nodename=<node> state=DRAIN reason=<reason>``; reason is required."""
         validate_node_names([node])
         if not reason or not str(reason).strip():
             raise ValidationError("draining a node needs a reason", where=node)
         self._call(["scontrol", "update", "nodename=%s" % node, "state=DRAIN", "reason=%s" % reason], where=node)
 
-    def resume(self, node):
+    def resume(self, node: str) -> None:
         """``scontrol update nodename=<node> state=RESUME``."""
         validate_node_names([node])
         self._call(["scontrol", "update", "nodename=%s" % node, "state=RESUME"], where=node)
 
-    def node_states(self, nodes=None):
+    def node_states(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
         """``{node: {"state": "IDLE+DRAIN", "reason": "...", "addr": "10.77.0.12", "hostname": "lab2"}}``.
 
         From ``scontrol show node -o``; ``addr``/``hostname`` are the node's ``NodeAddr``/``NodeHostName``
@@ -199,12 +205,12 @@ class Slurm:
         return states
 
 
-def is_drained(state):
+def is_drained(state: str) -> bool:
     """True for a Slurm node state that takes no new jobs (DRAIN, DRAINING, DRAINED, DOWN)."""
     return any(flag in state.upper() for flag in ("DRAIN", "DOWN"))
 
 
-def read_log(path, max_bytes=2_000_000):
+def read_log(path: str, max_bytes: int = 2_000_000) -> str:
     """The job's output file (last ``max_bytes``); ``SchedulerError`` naming it when unreadable."""
     try:
         with open(path, "rb") as handle:
@@ -216,7 +222,7 @@ def read_log(path, max_bytes=2_000_000):
         raise SchedulerError("cannot read the job's log: %s" % exc.strerror, where=path)
 
 
-def render_template(path, context):
+def render_template(path: str, context: Mapping[str, Any]) -> str:
     """Render a Jinja2 template (the role's ``sbatch.j2``) outside Ansible, with its ``quote`` filter.
 
     Undefined variables raise (StrictUndefined); :class:`ValidationError` names the
@@ -226,7 +232,6 @@ def render_template(path, context):
         import jinja2
     except ImportError:
         raise ToolNotFoundError("the jinja2 Python library is required to render %s" % path, where=path)
-    import shlex
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, keep_trailing_newline=True)
     env.filters["quote"] = lambda value: shlex.quote(str(value))
     try:

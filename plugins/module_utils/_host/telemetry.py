@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field, asdict
+from typing import Any, Callable, Protocol, Sequence
 
 from .._core.errors import ParseError, ToolNotFoundError
 from .parsers.power_csv import parse_query_csv
 from .parsers.rocm_smi import parse_rocm_smi_json
+from .process import CommandTimeoutError, run, which
 
 try:
     import pynvml  # nvidia-ml-py
@@ -51,7 +51,18 @@ POWER_BRAKE_THROTTLE = ("hw_power_brake_slowdown",)
 SAMPLE_FIELDS = ("t_s", "gpu", "power_w", "temp_c", "sm_clock_mhz", "throttle_mask", "throttle")
 
 
-def decode_throttle(mask):
+class Backend(Protocol):
+    """What :class:`Sampler` reads: ``read()`` -> one dict per GPU (``gpu``, ``power_w``, ``temp_c``,
+    ``sm_clock_mhz``, ``throttle_mask``), ``close()`` when done."""
+
+    name: str
+
+    def read(self) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+def decode_throttle(mask: int | None) -> list[str]:
     """NVML clock-event bitmask -> sorted reason names (unknown bits as ``bit_0x...``)."""
     if mask is None:
         return []
@@ -71,13 +82,13 @@ class Sample:
 
     t_s: float
     gpu: int
-    power_w: float = None
-    temp_c: float = None
-    sm_clock_mhz: float = None
-    throttle_mask: int = None
-    throttle: list = field(default_factory=list)
+    power_w: float | None = None
+    temp_c: float | None = None
+    sm_clock_mhz: float | None = None
+    throttle_mask: int | None = None
+    throttle: list[str] = field(default_factory=list)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -86,7 +97,7 @@ class NvmlBackend:
 
     name = "nvml"
 
-    def __init__(self):
+    def __init__(self) -> None:
         if not HAS_PYNVML:
             raise ToolNotFoundError("nvidia-ml-py (pynvml) is not installed", where="telemetry")
         try:
@@ -98,27 +109,28 @@ class NvmlBackend:
             raise ToolNotFoundError("NVML reports no GPU", where="telemetry")
         self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
 
-    def read(self):
-        out = []
+    def read(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         for index, handle in enumerate(self.handles):
+            # _call runs each reader at once, so the lambdas see this iteration's handle
             out.append({"gpu": index,
-                        "power_w": _call(lambda h=handle: pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0),
-                        "temp_c": _call(lambda h=handle: float(pynvml.nvmlDeviceGetTemperature(
-                            h, pynvml.NVML_TEMPERATURE_GPU))),
-                        "sm_clock_mhz": _call(lambda h=handle: float(pynvml.nvmlDeviceGetClockInfo(
-                            h, pynvml.NVML_CLOCK_SM))),
-                        "throttle_mask": _call(lambda h=handle: int(
-                            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)))})
+                        "power_w": _call(lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0),
+                        "temp_c": _call(lambda: float(pynvml.nvmlDeviceGetTemperature(
+                            handle, pynvml.NVML_TEMPERATURE_GPU))),
+                        "sm_clock_mhz": _call(lambda: float(pynvml.nvmlDeviceGetClockInfo(
+                            handle, pynvml.NVML_CLOCK_SM))),
+                        "throttle_mask": _call(lambda: int(
+                            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)))})
         return out
 
-    def close(self):
+    def close(self) -> None:
         try:
             pynvml.nvmlShutdown()
         except Exception:  # shutting down a broken NVML must not hide the test's result
             pass
 
 
-def _call(func):
+def _call(func: Callable[[], Any]) -> Any:
     try:
         return func()
     except Exception:  # one unreadable field is None ("not reported"), never a crash
@@ -131,10 +143,11 @@ class NvidiaSmiBackend:
     name = "nvidia-smi"
     FIELDS = ("index", "power.draw", "temperature.gpu", "clocks.sm", "clocks_event_reasons.active")
 
-    def __init__(self, binary="nvidia-smi"):
-        self.binary = shutil.which(binary)
-        if not self.binary:
+    def __init__(self, binary: str = "nvidia-smi") -> None:
+        found = which(binary)
+        if not found:
             raise ToolNotFoundError("nvidia-smi not found", where="telemetry")
+        self.binary = found
         self.fields = list(self.FIELDS)
         try:
             self.read()
@@ -143,23 +156,21 @@ class NvidiaSmiBackend:
             self.fields[-1] = "clocks_throttle_reasons.active"
             self.read()
 
-    def read(self):
+    def read(self) -> list[dict[str, Any]]:
         try:
-            proc = subprocess.run([self.binary, "--query-gpu=%s" % ",".join(self.fields),
-                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10,
-                                  check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            res = run([self.binary, "--query-gpu=%s" % ",".join(self.fields), "--format=csv,noheader,nounits"], 10)
+        except (ToolNotFoundError, CommandTimeoutError) as exc:
             raise ToolNotFoundError("nvidia-smi could not be run: %s" % exc, where="telemetry")
-        if proc.returncode != 0:
-            raise ToolNotFoundError("nvidia-smi exited %d: %s" % (proc.returncode, (proc.stdout + proc.stderr)
+        if res.rc != 0:
+            raise ToolNotFoundError("nvidia-smi exited %d: %s" % (res.rc, (res.stdout + res.stderr)
                                                                   .strip()[:200]), where="telemetry")
-        return samples_from_query_csv(proc.stdout, self.fields)
+        return samples_from_query_csv(res.stdout, self.fields)
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
-def samples_from_query_csv(text, fields):
+def samples_from_query_csv(text: str, fields: Sequence[str]) -> list[dict[str, Any]]:
     """Rows of ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` -> reading dicts."""
     parsed = parse_query_csv(text, header=list(fields))
     out = []
@@ -178,30 +189,31 @@ class RocmSmiBackend:
 
     name = "rocm-smi"
 
-    def __init__(self, binary="rocm-smi"):
-        self.binary = shutil.which(binary)
-        if not self.binary:
+    def __init__(self, binary: str = "rocm-smi") -> None:
+        found = which(binary)
+        if not found:
             raise ToolNotFoundError("rocm-smi not found", where="telemetry")
+        self.binary = found
         self.read()
 
-    def read(self):
+    def read(self) -> list[dict[str, Any]]:
         try:
-            proc = subprocess.run([self.binary, "--showpower", "--showtemp", "--showclocks", "--json"],
-                                  capture_output=True, text=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            res = run([self.binary, "--showpower", "--showtemp", "--showclocks", "--json"], 10)
+        except (ToolNotFoundError, CommandTimeoutError) as exc:
             raise ToolNotFoundError("rocm-smi could not be run: %s" % exc, where="telemetry")
-        parsed = parse_rocm_smi_json(proc.stdout)
+        parsed = parse_rocm_smi_json(res.stdout)
         return [{"gpu": g["card"], "power_w": g["power_w"], "temp_c": g["temp_junction_c"] or g["temp_edge_c"],
                  "sm_clock_mhz": g["sclk_mhz"], "throttle_mask": None} for g in parsed["gpus"]]
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
-BACKENDS = {"nvml": NvmlBackend, "nvidia-smi": NvidiaSmiBackend, "rocm-smi": RocmSmiBackend}
+BACKENDS: dict[str, Callable[[], Backend]] = {"nvml": NvmlBackend, "nvidia-smi": NvidiaSmiBackend,
+                                             "rocm-smi": RocmSmiBackend}
 
 
-def open_backend(prefer=("nvml", "nvidia-smi", "rocm-smi")):
+def open_backend(prefer: Sequence[str] = ("nvml", "nvidia-smi", "rocm-smi")) -> Backend:
     """First backend in ``prefer`` that reads a GPU; :class:`ToolNotFoundError` listing why each failed."""
     reasons = []
     for name in prefer:
@@ -219,17 +231,18 @@ class Sampler:
     rate; a read that raises is recorded in ``errors`` and sampling continues.
     """
 
-    def __init__(self, backend, interval_s=1.0, clock=time.monotonic):
+    def __init__(self, backend: Backend, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.backend = backend
         self.interval_s = float(interval_s)
         self.clock = clock
-        self.samples = []
-        self.errors = []
+        self.samples: list[Sample] = []
+        self.errors: list[str] = []
         self._stop = threading.Event()
-        self._thread = None
-        self.started = None
+        self._thread: threading.Thread | None = None
+        # set by start(); the clock reading samples are timed from
+        self.started = 0.0
 
-    def sample_once(self):
+    def sample_once(self) -> None:
         t_s = self.clock() - self.started
         try:
             readings = self.backend.read()
@@ -242,7 +255,7 @@ class Sampler:
                                        temp_c=reading.get("temp_c"), sm_clock_mhz=reading.get("sm_clock_mhz"),
                                        throttle_mask=mask, throttle=decode_throttle(mask)))
 
-    def _loop(self):
+    def _loop(self) -> None:
         n = 0
         while not self._stop.is_set():
             self.sample_once()
@@ -251,20 +264,20 @@ class Sampler:
             if delay > 0:
                 self._stop.wait(delay)
 
-    def start(self):
+    def start(self) -> Sampler:
         self.started = self.clock()
         self._thread = threading.Thread(target=self._loop, name="gpu-telemetry", daemon=True)
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> list[Sample]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.interval_s * 5 + 10)
         return self.samples
 
 
-def samples_to_csv(samples):
+def samples_to_csv(samples: Sequence[Sample]) -> str:
     """CSV text of samples (header :data:`SAMPLE_FIELDS`; throttle reasons joined with ``|``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

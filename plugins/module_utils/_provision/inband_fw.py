@@ -29,8 +29,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import subprocess
 from urllib.parse import urlsplit
 
 from .._core.errors import (
@@ -40,6 +38,8 @@ from .._core.errors import (
     ValidationError,
 )
 from .._core.gate import failed, not_run, passed
+from .._core.secrets import scrub
+from .._host.process import CommandTimeoutError, run
 
 DEFAULT_TIMEOUT_S = 1800
 
@@ -47,19 +47,11 @@ DEFAULT_TIMEOUT_S = 1800
 def run_tool(argv, timeout_s=DEFAULT_TIMEOUT_S, secrets=()):
     """Run ``argv``; return ``(rc, stdout, stderr)``.  Raises :class:`ToolNotFoundError` when
     ``argv[0]`` is not on PATH, :class:`ParseError` on a timeout.  ``secrets`` are masked in errors."""
-    exe = shutil.which(argv[0])
-    if exe is None:
-        raise ToolNotFoundError("%s not found on PATH" % argv[0], where=argv[0])
     try:
-        proc = subprocess.run([exe] + list(argv[1:]), capture_output=True, text=True, timeout=timeout_s,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        shown = " ".join(argv)
-        for s in secrets:
-            if s:
-                shown = shown.replace(s, "********")
-        raise ParseError("%s did not finish within %gs" % (shown, timeout_s), where=argv[0])
-    return proc.returncode, proc.stdout, proc.stderr
+        res = run(argv, timeout_s, secrets=secrets)
+    except CommandTimeoutError:
+        raise ParseError("%s did not finish within %gs" % (scrub(" ".join(argv), secrets), timeout_s), where=argv[0])
+    return res.rc, res.stdout, res.stderr
 
 
 # --------------------------------------------------------------------------- parsers

@@ -1,8 +1,16 @@
 """Power tier: the pass rules over telemetry samples, the 1 Hz sampler, NVML throttle bits."""
 
+import json
+import os
 import time
 
-from ansible_collections.symphony.cluster.plugins.module_utils._burnin import checks as C
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import plan as P
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.checks import power as C
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.context import TestContext as Context
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.evidence import EvidenceStore
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.executor import Executor
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.kernel_log import KernelLog
+from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
 from ansible_collections.symphony.cluster.plugins.module_utils._host import telemetry as T
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.power_csv import parse_query_csv
 
@@ -101,3 +109,45 @@ def test_no_gpu_telemetry_here_names_every_source():
         assert "rocm-smi: rocm-smi not found" in exc.message
     else:   # pragma: no cover - only on a machine with a GPU
         raise AssertionError("a GPU telemetry source opened on a machine without GPUs")
+
+
+class _SteadyBackend:
+    """Eight GPUs at TDP, no throttle: what a healthy node under load reports."""
+
+    name = "fake"
+
+    def read(self):
+        return [{"gpu": i, "power_w": 700.0, "temp_c": 60.0, "sm_clock_mhz": 1980.0, "throttle_mask": 0}
+                for i in range(8)]
+
+    def close(self):
+        pass
+
+
+def test_pulsating_power_test_drives_the_load_as_a_process_group(repo_root, tmp_path, monkeypatch):
+    """The load runs as a spawned process group, paused and resumed on the square wave; its output is
+    evidence and it is gone when the test ends."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    load = bindir / "gpu_burn"
+    load.write_text("#!/bin/sh\necho \"load $*\"\necho $$ > %s\nsleep \"$2\"\n" % (tmp_path / "pid"))
+    load.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % bindir)
+    monkeypatch.setattr(C.telemetry, "open_backend", lambda prefer: _SteadyBackend())
+    manifest = _sku.load_manifest(str(repo_root / "skus" / "hgx_h100_supermicro.yml"))
+    test = next(t for t in P.build_plan(manifest, overrides={"power_pulsating": {
+        "timeout_s": 12, "params": {"duration_s": 3, "period_s": 3, "duty_cycle": 0.7, "sample_interval_s": 0.1,
+                                    "warmup_s": 0}}}) if t.name == "power_pulsating")
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("6,1,1000000,-;Linux version 6.1\n")
+    store = EvidenceStore(str(tmp_path / "ev"), "n1", "r1")
+    ctx = Context(test, "n1", manifest, "production", Executor(), store, "power/power_pulsating/attempt-1",
+                      KernelLog(source="kmsg", kmsg_path=str(kmsg)), time.monotonic() + test.timeout_s)
+    outcome = C.check_power_pulsating(ctx)
+    assert outcome.status == "pass", outcome.reason
+    assert (tmp_path / "ev" / ctx.evidence["load_output"]).read_text().startswith("load -tc 3")
+    assert ctx.evidence["load_output"] in store.files
+    samples = json.loads((tmp_path / "ev" / ctx.evidence["samples"]).read_text())
+    assert samples["on_windows"] and all(end is not None for _start, end in samples["on_windows"])
+    pid = int((tmp_path / "pid").read_text())
+    assert not os.path.exists("/proc/%d" % pid) or "Z" in open("/proc/%d/stat" % pid).read().split()[2]

@@ -10,6 +10,10 @@ import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import runner as B
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import checks as C
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin import plan as P
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.evidence import EvidenceStore
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.executor import Executor
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.kernel_log import KernelLog
 from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import compute_gate, failed, passed
@@ -29,7 +33,7 @@ def manifest(repo_root):
     return _sku.load_manifest(str(repo_root / "skus" / "hgx_h100_supermicro.yml"))
 
 
-class FileKernelLog(B.KernelLog):
+class FileKernelLog(KernelLog):
     """The kernel log read from a kmsg-format file the test appends to (the real reader, another path)."""
 
     def __init__(self, path):
@@ -43,17 +47,17 @@ def _kmsg_file(tmp_path, lines=("6,1,1000000,-;Linux version 6.1",)):
 
 
 def test_plan_orders_by_tier_then_cost_and_merges_profile(manifest):
-    plan = B.build_plan(manifest, "lab")
+    plan = P.build_plan(manifest, "lab")
     tiers = [t.tier for t in plan]
-    assert tiers == sorted(tiers, key=B.TIER_ORDER.index)
+    assert tiers == sorted(tiers, key=P.TIER_ORDER.index)
     node = [t for t in plan if t.tier == "node"]
     assert [t.cost_s for t in node] == sorted(t.cost_s for t in node)
     assert node[0].name == "memory_size" and node[-1].name == "pcie_links"
     cpu = next(t for t in plan if t.name == "cpu_stress")
     assert cpu.params == {"method": "matrixprod", "duration_s": 3, "workers": 1} and cpu.timeout_s == 60
-    prod = B.build_plan(manifest)
+    prod = P.build_plan(manifest)
     assert next(t for t in prod if t.name == "cpu_stress").params["duration_s"] == 600
-    assert [t.name for t in B.build_plan(manifest, "lab", tiers=["gpu"])] == ["nvidia_smi_health", "gpu_burn",
+    assert [t.name for t in P.build_plan(manifest, "lab", tiers=["gpu"])] == ["nvidia_smi_health", "gpu_burn",
                                                                               "dcgm_diag"]
 
 
@@ -64,13 +68,13 @@ def test_plan_orders_by_tier_then_cost_and_merges_profile(manifest):
 ])
 def test_plan_errors_name_the_field(manifest, kwargs, words):
     with pytest.raises(ManifestError) as err:
-        B.build_plan(manifest, **dict({"profile": "lab"}, **kwargs))
+        P.build_plan(manifest, **dict({"profile": "lab"}, **kwargs))
     assert words in err.value.message and "hgx_h100_supermicro" in str(err.value)
 
 
 def test_healthy_lab_node_passes_node_tier_and_gpu_power_not_run(manifest, tmp_path):
-    plan = B.build_plan(manifest, "lab", tiers=["node", "gpu", "power"], overrides=FAST)
-    store = B.EvidenceStore(str(tmp_path / "ev"), "lab1", "run-a")
+    plan = P.build_plan(manifest, "lab", tiers=["node", "gpu", "power"], overrides=FAST)
+    store = EvidenceStore(str(tmp_path / "ev"), "lab1", "run-a")
     out = B.run_burnin("lab1", manifest, plan, "run-a", store, profile="lab")
     status = {r.check: r for r in out["results"]}
     for name in ("memory_size", "kernel_log", "fio_seq_read", "fio_seq_write", "fio_randread_4k", "cpu_stress",
@@ -89,17 +93,17 @@ def test_healthy_lab_node_passes_node_tier_and_gpu_power_not_run(manifest, tmp_p
     assert fio.observed["read"]["iops"] > 500 and fio.observed["read"]["p99_lat_us"] < 200000
     assert json.loads((tmp_path / "ev" / fio.evidence["result"]).read_text())["status"] == "pass"
     assert status["cpu_stress"].observed["bogo_ops_per_s"]["cpu"] > 0
-    verdict = compute_gate(B.gate_graph(manifest, "lab", plan), out["results"])
+    verdict = compute_gate(P.gate_graph(manifest, "lab", plan), out["results"])
     assert verdict.status == "pass"
-    prod = compute_gate(B.gate_graph(manifest, "production", plan), out["results"])
+    prod = compute_gate(P.gate_graph(manifest, "production", plan), out["results"])
     assert prod.status == "not_run" and "edac" in prod.failing          # GPU checks required in production
 
 
 def test_impossible_storage_threshold_fails_fast(manifest, tmp_path):
     overrides = dict(FAST, fio_seq_read={"params": {"size_mib": 16, "runtime_s": 1},
                                          "thresholds": {"min_bw_mbps": 1e9}})
-    plan = B.build_plan(manifest, "lab", overrides=overrides)
-    store = B.EvidenceStore(str(tmp_path / "ev"), "lab2", "run-b")
+    plan = P.build_plan(manifest, "lab", overrides=overrides)
+    store = EvidenceStore(str(tmp_path / "ev"), "lab2", "run-b")
     out = B.run_burnin("lab2", manifest, plan, "run-b", store, profile="lab")
     status = {r.check: r for r in out["results"]}
     assert status["fio_seq_read"].status == "fail"
@@ -111,7 +115,7 @@ def test_impossible_storage_threshold_fails_fast(manifest, tmp_path):
     assert {r.reason for r in after} == {"stopped by fail-fast after fio_seq_read"}
     assert status["node_xid_scan"].status == "pass"          # the tier's own scan still runs
     assert out["tiers"] == {"node": "fail", "gpu": "not_run", "power": "not_run", "fabric": "not_run"}
-    verdict = compute_gate(B.gate_graph(manifest, "lab", plan), out["results"])
+    verdict = compute_gate(P.gate_graph(manifest, "lab", plan), out["results"])
     assert verdict.status == "fail" and verdict.failing == ["fio_seq_read"]
 
 
@@ -130,8 +134,8 @@ def test_flaky_test_is_retried_once_and_both_attempts_kept(manifest, tmp_path):
 
     registry = {"wobbly": wobbly, "bad": lambda ctx: failed("always broken", "replace"),
                 "good": lambda ctx: passed()}
-    plan = B.build_plan(m, "lab")
-    store = B.EvidenceStore(str(tmp_path), "n1", "r1")
+    plan = P.build_plan(m, "lab")
+    store = EvidenceStore(str(tmp_path), "n1", "r1")
     out = B.run_burnin("n1", m, plan, "r1", store, profile="lab", registry=registry,
                        kernel_log=FileKernelLog(_kmsg_file(tmp_path)))
     status = {r.check: r for r in out["results"]}
@@ -147,9 +151,9 @@ def test_flaky_test_is_retried_once_and_both_attempts_kept(manifest, tmp_path):
 
 
 def test_per_test_timeout_kills_the_tool_and_fails(manifest, tmp_path):
-    plan = B.build_plan(manifest, "lab", only=["cpu_stress"],
+    plan = P.build_plan(manifest, "lab", only=["cpu_stress"],
                         overrides={"cpu_stress": {"timeout_s": 1.5, "params": {"duration_s": 30, "workers": 1}}})
-    store = B.EvidenceStore(str(tmp_path), "n1", "r1")
+    store = EvidenceStore(str(tmp_path), "n1", "r1")
     out = B.run_burnin("n1", manifest, plan, "r1", store, profile="lab",
                        kernel_log=FileKernelLog(_kmsg_file(tmp_path)))
     res = out["results"][0]
@@ -173,7 +177,7 @@ def test_xid_logged_during_a_tier_fails_it_and_stops_later_tiers(manifest, tmp_p
                          "GPU has fallen off the bus.\n")
         return passed()
 
-    out = B.run_burnin("n1", m, B.build_plan(m, "lab"), "r1", B.EvidenceStore(str(tmp_path), "n1", "r1"),
+    out = B.run_burnin("n1", m, P.build_plan(m, "lab"), "r1", EvidenceStore(str(tmp_path), "n1", "r1"),
                        profile="lab", registry={"xid_load": xid_load, "ok": lambda c: passed()},
                        kernel_log=FileKernelLog(kmsg))
     status = {r.check: r for r in out["results"]}
@@ -186,8 +190,8 @@ def test_xid_logged_during_a_tier_fails_it_and_stops_later_tiers(manifest, tmp_p
 
 def test_missing_tool_is_not_run_never_pass(manifest, tmp_path):
     m = copy.deepcopy(manifest)   # production profile: 8 GPUs expected, no NVIDIA tools on this machine
-    plan = B.build_plan(m, "production", tiers=["gpu"])
-    out = B.run_burnin("n1", m, plan, "r1", B.EvidenceStore(str(tmp_path), "n1", "r1"),
+    plan = P.build_plan(m, "production", tiers=["gpu"])
+    out = B.run_burnin("n1", m, plan, "r1", EvidenceStore(str(tmp_path), "n1", "r1"),
                        kernel_log=FileKernelLog(_kmsg_file(tmp_path)))
     status = {r.check: r for r in out["results"]}
     assert status["nvidia_smi_health"].status == "not_run"
@@ -214,8 +218,8 @@ def test_memory_size_edac_and_pcie_against_fake_sysfs(manifest, tmp_path):
     procfs = tmp_path / "proc"
     procfs.mkdir()
     (procfs / "meminfo").write_text("MemTotal:       1981234567 kB\nMemFree: 1 kB\n")   # 1889 GiB < 0.95 x 2048
-    plan = B.build_plan(manifest, "production", only=["memory_size", "edac", "pcie_links"])
-    out = B.run_burnin("n1", manifest, plan, "r1", B.EvidenceStore(str(tmp_path / "ev"), "n1", "r1"),
+    plan = P.build_plan(manifest, "production", only=["memory_size", "edac", "pcie_links"])
+    out = B.run_burnin("n1", manifest, plan, "r1", EvidenceStore(str(tmp_path / "ev"), "n1", "r1"),
                        kernel_log=FileKernelLog(_kmsg_file(tmp_path)), sysfs=str(sysfs), procfs=str(procfs),
                        fail_fast=False)
     status = {r.check: r for r in out["results"]}
@@ -232,8 +236,8 @@ def test_record_burnin_writes_results_with_absolute_evidence_and_gate(manifest, 
     m = copy.deepcopy(manifest)
     m["burn_in"]["tiers"] = [{"name": "node", "tests": [{"name": "memory_size", "kind": "ok", "timeout_s": 5}]}]
     m["gates"] = {}
-    plan = B.build_plan(m, "production")
-    out = B.run_burnin("n1", m, plan, "r1", B.EvidenceStore(str(tmp_path / "node"), "n1", "r1"),
+    plan = P.build_plan(m, "production")
+    out = B.run_burnin("n1", m, plan, "r1", EvidenceStore(str(tmp_path / "node"), "n1", "r1"),
                        registry={"ok": lambda c: passed(observed={"x": 1})},
                        kernel_log=FileKernelLog(_kmsg_file(tmp_path)))
     ledger = open_ledger(ledger_path)
@@ -249,9 +253,17 @@ def test_record_burnin_writes_results_with_absolute_evidence_and_gate(manifest, 
 def test_kinds_of_every_shipped_sku_are_implemented(repo_root):
     fabric_kinds = set()
     for manifest in _sku.load_skus(str(repo_root / "skus")).values():
-        for test in B.build_plan(manifest):
+        for test in P.build_plan(manifest):
             if test.tier == "fabric":
                 fabric_kinds.add(test.kind)
                 continue
             assert test.kind in C.KINDS, (manifest["sku"], test.name, test.kind)
     assert fabric_kinds          # the fabric tier is run by roles/burn_in/tasks/fabric.yml
+
+
+def test_executor_timeout_kills_the_tools_children_too():
+    """A tool that forks (stress-ng, gpu_burn) is killed as a process group: a child holding the output pipe
+    open must not keep the test waiting past its timeout."""
+    res = Executor().run(["sh", "-c", "echo started; sleep 30 & sleep 30"], 0.5)
+    assert res.timed_out is True and res.rc is None
+    assert res.duration_s < 10 and "started" in res.stdout

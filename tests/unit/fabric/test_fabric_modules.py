@@ -3,7 +3,8 @@ check mode and a missing launcher."""
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as T
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import rounds as R
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import sweep as W
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 
@@ -24,7 +25,7 @@ def sweep_params(**kw):
 def test_nccl_sweep_sku_floor_and_recipe_recorded(repo_root, tool_outputs, ledger_path):
     params = sweep_params(sku_manifest=str(repo_root / "skus" / "dgx_h100.yml"), ledger=ledger_path, run_id="sweep-1",
                           results_from=[{"nodes": 1, "path": str(tool_outputs / A100)}])
-    out = T.nccl_sweep_module(params)
+    out = W.nccl_sweep_module(params)
     # an 8xA100 plateau (234 GB/s) does not meet the DGX H100 one-node all_reduce floor (430 GB/s)
     assert out["status"] == "fail" and out["check"] == "nccl_sweep_all_reduce"
     assert out["runs"][0]["plateau_gbps"] == 234.37
@@ -37,17 +38,17 @@ def test_nccl_sweep_sku_floor_and_recipe_recorded(repo_root, tool_outputs, ledge
 
 
 def test_nccl_sweep_check_mode_plans_sizes_and_counts(repo_root):
-    out = T.nccl_sweep_module(sweep_params(nodes=["a", "b", "c", "d", "e"],
+    out = W.nccl_sweep_module(sweep_params(nodes=["a", "b", "c", "d", "e"],
                                            sku_manifest=str(repo_root / "skus" / "dgx_h100.yml")), check_mode=True)
     assert out["node_counts"] == [1, 2, 4] and out["sizes"] == 31 and out["max_bytes"] == 8589934592
     assert out["floors"] == {1: 430.0, 2: 333.0, 4: 298.0}
     with pytest.raises(ValidationError, match="exceed"):
-        T.nccl_sweep_module(sweep_params(node_counts=[2]), check_mode=True)
+        W.nccl_sweep_module(sweep_params(node_counts=[2]), check_mode=True)
 
 
 def test_nccl_sweep_without_scheduler_is_not_run(ledger_path, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    out = T.nccl_sweep_module(sweep_params(nodes=["a", "b"], ledger=ledger_path))
+    out = W.nccl_sweep_module(sweep_params(nodes=["a", "b"], ledger=ledger_path))
     assert out["status"] == "not_run" and "srun not found" in out["reason"]
     assert {r.status for r in open_ledger(ledger_path).current_results()} == {"not_run"}
 
@@ -64,15 +65,15 @@ def fabric_params(**kw):
 
 
 def test_fabric_test_check_mode_returns_the_plan():
-    out = T.fabric_test_module(fabric_params(schedule="round_robin"), check_mode=True)
+    out = R.fabric_test_module(fabric_params(schedule="round_robin"), check_mode=True)
     assert out["changed"] is False and len(out["plan"]) == 3
-    out = T.fabric_test_module(fabric_params(), check_mode=True)
+    out = R.fabric_test_module(fabric_params(), check_mode=True)
     assert len(out["plan"]) == 1 and sorted(n for p in out["plan"][0] for n in p) == ["lab1", "lab2", "lab3", "lab4"]
 
 
 def test_fabric_test_without_ssh_client_is_not_run_never_pass(ledger_path, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    out = T.fabric_test_module(fabric_params(ledger=ledger_path))
+    out = R.fabric_test_module(fabric_params(ledger=ledger_path))
     assert {v["status"] for v in out["interfaces"].values()} == {"not_run"}
     assert "ssh not found" in out["interfaces"]["lab1"]["reason"]
     assert {r.status for r in open_ledger(ledger_path).current_results(stage="burn_in")} == {"not_run"}

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._fabric import pairs as F
+from ansible_collections.symphony.cluster.plugins.module_utils._fabric import schedules as S
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 
@@ -18,7 +18,7 @@ def _disjoint(rounds):
 @pytest.mark.parametrize("n", [2, 4, 7, 8, 16])
 def test_round_robin_covers_every_pair_once(n):
     nodes = ["n%d" % i for i in range(n)]
-    rounds = F.round_robin(nodes)
+    rounds = S.round_robin(nodes)
     assert len(rounds) == (n - 1 if n % 2 == 0 else n)
     _disjoint(rounds)
     pairs = [frozenset(p) for r in rounds for p in r]
@@ -27,30 +27,30 @@ def test_round_robin_covers_every_pair_once(n):
 
 
 def test_round_robin_1024_has_1023_rounds_of_512_pairs():
-    rounds = F.round_robin(list(range(1024)))
+    rounds = S.round_robin(list(range(1024)))
     assert len(rounds) == 1023
     assert {len(r) for r in rounds} == {512}
 
 
 def test_duplicate_nodes_are_rejected():
     with pytest.raises(ValidationError, match="duplicates: a"):
-        F.round_robin(["a", "b", "a"])
+        S.round_robin(["a", "b", "a"])
 
 
 def test_random_matching_is_perfect_and_seeded():
     nodes = ["n%d" % i for i in range(11)]
-    pairs, left = F.random_matching(nodes, random.Random(7))
+    pairs, left = S.random_matching(nodes, random.Random(7))
     assert len(pairs) == 5 and left in nodes
     assert sorted([n for p in pairs for n in p] + [left]) == sorted(nodes)
-    assert F.random_matching(nodes, random.Random(7)) == (pairs, left)
+    assert S.random_matching(nodes, random.Random(7)) == (pairs, left)
 
 
 def test_tri_ring_edges_and_leftovers():
-    rounds = F.tri_ring(["A", "B", "C"])
+    rounds = S.tri_ring(["A", "B", "C"])
     assert rounds == [[("A", "B")], [("B", "C")], [("A", "C")]]
-    rounds = F.tri_ring(["A", "B", "C", "D", "E", "F", "G"])
+    rounds = S.tri_ring(["A", "B", "C", "D", "E", "F", "G"])
     _disjoint(rounds)
     assert [("A", "B"), ("D", "E")] == rounds[0][:2]
     # the leftover G is tested in every round with the idle member of a triple
     assert all(any("G" in p for p in r) for r in rounds)
-    assert F.tri_ring(["A", "B"]) == [[("A", "B")]]
+    assert S.tri_ring(["A", "B"]) == [[("A", "B")]]

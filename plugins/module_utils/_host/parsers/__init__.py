@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, Sequence
 
 from ..._core.errors import ParseError
 
@@ -23,12 +24,12 @@ NA_VALUES = ("", "n/a", "[n/a]", "na", "none", "not supported", "[not supported]
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
-def parse_error(tool, what):
+def parse_error(tool: str, what: str) -> ParseError:
     """Build the typed error: ``ParseError(what, where=tool)``."""
     return ParseError(what, where=tool)
 
 
-def require_text(tool, text):
+def require_text(tool: str, text: Any) -> str:
     """Return ``text`` if it is a non-blank ``str``; else raise :class:`ParseError`."""
     if not isinstance(text, str):
         raise parse_error(tool, "output is %s, not text" % type(text).__name__)
@@ -37,7 +38,7 @@ def require_text(tool, text):
     return text
 
 
-def number(value):
+def number(value: Any) -> float | None:
     """First number in ``value`` as float (``'27 C'`` -> 27.0, ``'16x'`` -> 16.0); None for N/A or no number."""
     if value is None:
         return None
@@ -57,13 +58,13 @@ def number(value):
         return None
 
 
-def integer(value):
+def integer(value: Any) -> int | None:
     """Like :func:`number` but an ``int`` (truncated); None for N/A."""
     num = number(value)
     return int(num) if num is not None else None
 
 
-def load_json_document(tool, text, start_markers=("{",)):
+def load_json_document(tool: str, text: Any, start_markers: Sequence[str] = ("{",)) -> tuple[Any, str, list[str]]:
     """Decode the first JSON document in ``text``, ignoring text before and after it.
 
     Returns ``(document, preamble, duplicate_keys)``: ``preamble`` is the stripped text
@@ -74,7 +75,7 @@ def load_json_document(tool, text, start_markers=("{",)):
     require_text(tool, text)
     duplicates = []
 
-    def pairs_hook(pairs):
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out = {}
         for key, value in pairs:
             if key in out and key not in duplicates:

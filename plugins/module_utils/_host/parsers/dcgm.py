@@ -14,6 +14,8 @@ Pass, Skip, Warn, Fail, Not Run).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import (
     load_json_document,
     parse_error,
@@ -34,7 +36,7 @@ STATUS_WORDS = {
 _ORDER = ("fail", "warn", "pass", "skip", "not_run")
 
 
-def normalise_status(value, where=""):
+def normalise_status(value: Any, where: str = "") -> str:
     """``PASS``/``Pass`` -> ``pass`` ... ``Not Run`` -> ``not_run``; ParseError for anything else."""
     if not isinstance(value, str):
         raise parse_error(TOOL, "%sstatus is %r, not a string" % (where, value))
@@ -44,7 +46,7 @@ def normalise_status(value, where=""):
     return STATUS_WORDS[key]
 
 
-def _gpu_ids(value):
+def _gpu_ids(value: Any) -> list[int]:
     """``"0,1,2"`` / ``3`` / ``[0, 1]`` -> sorted list of ints."""
     if value is None:
         return []
@@ -69,21 +71,22 @@ def _gpu_ids(value):
     raise parse_error(TOOL, "gpu_ids %r is neither a string nor an integer" % (value,))
 
 
-def _messages(value, key):
+def _messages(value: Any, key: str) -> list[dict[str, Any]]:
     """warnings/info: a list of strings or of ``{"warning": ...}`` objects, or one string."""
     if value is None:
         return []
+    # one string (or another scalar) is one message, in the same shape as a list item
     if isinstance(value, str):
-        return [value]
+        return [{"message": value}]
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        return [str(value)]
+        return [{"message": str(value)}]
     out = []
     for item in value:
         if isinstance(item, dict):
             text = item.get(key, item.get("message", ""))
-            entry = {"message": str(text)}
+            entry: dict[str, Any] = {"message": str(text)}
             if "error_id" in item:
                 entry["error_id"] = item.get("error_id")
             out.append(entry)
@@ -92,13 +95,13 @@ def _messages(value, key):
     return out
 
 
-def _parse_result(result, test_name):
+def _parse_result(result: Any, test_name: str) -> dict[str, Any]:
     where = "test %r: " % test_name
     if not isinstance(result, dict):
         raise parse_error(TOOL, "%sresult is %r, not an object" % (where, type(result).__name__))
     if "status" not in result:
         raise parse_error(TOOL, "%sresult has no status" % where)
-    out = {"status": normalise_status(result["status"], where),
+    out: dict[str, Any] = {"status": normalise_status(result["status"], where),
            "warnings": _messages(result.get("warnings"), "warning"),
            "info": [m["message"] for m in _messages(result.get("info"), "info")]}
     if "entity_id" in result or "entity_group" in result:
@@ -112,14 +115,14 @@ def _parse_result(result, test_name):
     return out
 
 
-def _worst(statuses):
+def _worst(statuses: Any) -> str:
     for status in _ORDER:
         if status in statuses:
             return status
     return "not_run"
 
 
-def parse_dcgm_diag(text):
+def parse_dcgm_diag(text: str) -> dict[str, Any]:
     """Parse ``dcgmi diag -r <level> -j`` output.
 
     Returns ``{layout: "3.x"|"4.x", version, driver_version, preamble, runtime_error,
@@ -139,7 +142,7 @@ def parse_dcgm_diag(text):
     body = doc[top_key]
     if not isinstance(body, dict):
         raise parse_error(TOOL, "%r is not an object" % top_key)
-    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    metadata: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
     categories = body.get("test_categories") or []
     if not isinstance(categories, list):
         raise parse_error(TOOL, "test_categories is not a list")

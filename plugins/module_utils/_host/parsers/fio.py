@@ -12,6 +12,8 @@ precede the JSON.
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import (
     load_json_document,
     number,
@@ -22,8 +24,8 @@ TOOL = "fio"
 DIRECTIONS = ("read", "write", "trim")
 
 
-def _percentiles(stats, scale_to_us):
-    out = {}
+def _percentiles(stats: Any, scale_to_us: float) -> dict[str, float]:
+    out: dict[str, float] = {}
     if not isinstance(stats, dict):
         return out
     pct = stats.get("percentile")
@@ -37,7 +39,7 @@ def _percentiles(stats, scale_to_us):
     return out
 
 
-def _direction(job, name, jobname):
+def _direction(job: dict[str, Any], name: str, jobname: str) -> dict[str, Any] | None:
     data = job.get(name)
     if data is None:
         return None
@@ -61,8 +63,9 @@ def _direction(job, name, jobname):
             break
     mean_us = None
     for key, scale in (("clat_ns", 1e-3), ("clat", 1.0)):
-        if isinstance(data.get(key), dict) and number(data[key].get("mean")) is not None:
-            mean_us = number(data[key]["mean"]) * scale
+        mean = number(data[key].get("mean")) if isinstance(data.get(key), dict) else None
+        if mean is not None:
+            mean_us = mean * scale
             break
     return {
         "iops": iops,
@@ -78,7 +81,7 @@ def _direction(job, name, jobname):
     }
 
 
-def parse_fio_json(text):
+def parse_fio_json(text: str) -> dict[str, Any]:
     """Parse fio JSON output.
 
     Returns ``{version, duplicate_keys, preamble, global_options, jobs: [{name, error, rw, bs,
@@ -99,7 +102,7 @@ def parse_fio_json(text):
         name = job.get("jobname")
         if not isinstance(name, str):
             raise parse_error(TOOL, "a job has no jobname")
-        options = job.get("job options") if isinstance(job.get("job options"), dict) else {}
+        options: dict[str, Any] = job["job options"] if isinstance(job.get("job options"), dict) else {}
         entry = {"name": name, "error": job.get("error"), "rw": options.get("rw"), "bs": options.get("bs")}
         for direction in DIRECTIONS:
             parsed = _direction(job, direction, name)

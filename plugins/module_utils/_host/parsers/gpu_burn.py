@@ -12,6 +12,7 @@ from the final ``Tested N GPUs:`` block of ``GPU n: OK|FAULTY`` lines.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import parse_error, require_text
 
@@ -24,11 +25,11 @@ _RECORD = re.compile(r"(\d+(?:\.\d+)?)%\s+proc'd:(.*?)errors:(.*?)temps:(.*?)(?=
 _GFLOPS = re.compile(r"\((\d+(?:\.\d+)?) Gflop/s\)")
 
 
-def _ints(text):
+def _ints(text: str) -> list[int]:
     return [int(x) for x in re.findall(r"-?\d+", text)]
 
 
-def parse_gpu_burn(text):
+def parse_gpu_burn(text: str) -> dict[str, Any]:
     """Parse gpu-burn output.
 
     Returns ``{gpus: [{index, name, uuid}], tested, results: {index: "OK"|"FAULTY"}, faulty: [index],
@@ -46,7 +47,10 @@ def parse_gpu_burn(text):
     count = int(tested.group(1))
     if len(results) < count:
         raise parse_error(TOOL, "summary announces %d GPUs but lists %d OK/FAULTY lines" % (count, len(results)))
-    progress, max_errors, max_temps, gflops = None, [], [], []
+    progress: float | None = None
+    max_errors: list[int] = []
+    max_temps: list[int] = []
+    gflops: list[float] = []
     for rec in _RECORD.finditer(text[:tested.start()].replace("\r", "\n")):
         progress = float(rec.group(1))
         errors = _ints(rec.group(3))

@@ -15,6 +15,7 @@ keyed by size so repeats collapse.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import parse_error, require_text
 
@@ -25,7 +26,7 @@ _ROW = re.compile(r"^(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$")
 _FIELD = re.compile(r"([A-Za-z][A-Za-z .*_/-]*?)\s*:\s*(\S+)")
 
 
-def parse_ib_write_bw(text):
+def parse_ib_write_bw(text: str) -> dict[str, Any]:
     """Parse ``ib_write_bw`` output.
 
     Returns ``{"device": str|None, "link_type": str|None, "mtu": str|None, "unit": "MB/sec"|"Gb/sec",
@@ -37,8 +38,8 @@ def parse_ib_write_bw(text):
     if text.startswith("# SOURCE:"):
         text = text.split("\n", 1)[1] if "\n" in text else ""
     unit = None
-    fields = {}
-    rows = {}
+    fields: dict[str, Any] = {}
+    rows: dict[int, dict[str, Any]] = {}
     for line in text.splitlines():
         s = line.strip()
         m = _HEADER.match(s)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import number, parse_error, require_text
 
@@ -15,7 +16,7 @@ _PORT = re.compile(r"^\s+Port (\d+):\s*$")
 _KV = re.compile(r"^\s+([^:]+):\s*(.*)$")
 
 
-def parse_ibstat(text):
+def parse_ibstat(text: str) -> list[dict[str, Any]]:
     """Parse ``ibstat``.
 
     Returns ``[{ca, type, ports_count, firmware, node_guid, ports: [{port, state, physical_state,
@@ -23,7 +24,9 @@ def parse_ibstat(text):
     block is found.
     """
     require_text(TOOL, text)
-    cas, ca, port = [], None, None
+    cas: list[dict[str, Any]] = []
+    ca: dict[str, Any] | None = None
+    port: dict[str, Any] | None = None
     for line in text.splitlines():
         match = _CA.match(line)
         if match:
@@ -57,7 +60,8 @@ def parse_ibstat(text):
             if field:
                 ca[field] = value
             elif key == "Number of ports":
-                ca["ports_count"] = int(number(value)) if number(value) is not None else None
+                count = number(value)
+                ca["ports_count"] = int(count) if count is not None else None
     if not cas:
         raise parse_error(TOOL, "no \"CA '<name>'\" block in output")
     return cas

@@ -12,18 +12,20 @@ carries a top-level ``"error"`` string (``unable to connect to server: ...``).  
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import load_json_document, parse_error
 
 TOOL = "iperf3"
 
 
-def _gbps(summary):
+def _gbps(summary: Any) -> float | None:
     if not isinstance(summary, dict) or summary.get("bits_per_second") is None:
         return None
     return round(float(summary["bits_per_second"]) / 1e9, 4)
 
 
-def parse_iperf3_json(text):
+def parse_iperf3_json(text: str) -> dict[str, Any]:
     """Parse iperf3 client JSON.
 
     Returns ``{"forward_gbps": Gb/s received by the server, "reverse_gbps": Gb/s of the reverse stream

@@ -13,6 +13,7 @@ month names may be localised).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import parse_error, require_text
 
@@ -36,7 +37,7 @@ PATTERNS = {
 }
 
 
-def parse_kmsg_records(text):
+def parse_kmsg_records(text: str) -> list[dict[str, Any]]:
     """Parse raw ``/dev/kmsg`` records: ``[{seq, level, facility, ts_s, flags, message}]``.
 
     ``ts_s`` is seconds since boot (the record's microseconds / 1e6).  Raises
@@ -59,7 +60,7 @@ def parse_kmsg_records(text):
     return records
 
 
-def parse_kernel_log(text):
+def parse_kernel_log(text: str) -> list[dict[str, Any]]:
     """Parse kernel log text in any of the module's forms into records.
 
     Returns ``[{seq, level, ts_s, time, host, message}]`` in input order; ``ts_s`` is seconds
@@ -69,13 +70,13 @@ def parse_kernel_log(text):
     """
     if not isinstance(text, str):
         raise parse_error(TOOL, "output is %s, not text" % type(text).__name__)
-    records = []
+    records: list[dict[str, Any]] = []
     for index, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
         if line.startswith(" ") and records and records[-1].get("form") == "kmsg":
             continue  # kmsg dictionary property line (" SUBSYSTEM=pci")
-        rec = {"seq": index, "level": None, "ts_s": None, "time": None, "host": None, "message": line.strip(),
+        rec: dict[str, Any] = {"seq": index, "level": None, "ts_s": None, "time": None, "host": None, "message": line.strip(),
                "form": None}
         match = _KMSG.match(line)
         if match:
@@ -106,9 +107,9 @@ def parse_kernel_log(text):
     return records
 
 
-def scan_hardware_errors(records):
+def scan_hardware_errors(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Count hardware-error lines by kind: ``{kind: {count, first, last, sample}}`` for :data:`PATTERNS`."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for rec in records:
         message = rec.get("message") or ""
         for kind, regex in PATTERNS.items():

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import number, parse_error, require_text
 
@@ -15,14 +16,14 @@ _LNK = re.compile(r"^\s+(LnkCap|LnkSta):.*?Speed ([\d.]+)GT/s[^,]*, Width x(\d+)
 GTS_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
 
 
-def gen_from_gts(gts):
+def gen_from_gts(gts: float | None) -> int | None:
     """PCIe generation from a transfer rate in GT/s (2.5 -> 1 ... 64 -> 6); None if unknown."""
     if gts is None:
         return None
     return GTS_TO_GEN.get(round(float(gts), 1))
 
 
-def parse_lspci_vv(text):
+def parse_lspci_vv(text: str) -> list[dict[str, Any]]:
     """Parse ``lspci -vv``: ``[{address, class, description, cap_gen, cap_width, sta_gen, sta_width}]``.
 
     Devices without a PCIe capability list keep None links.  Raises :class:`ParseError` when no

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from . import (
     NA_VALUES,
@@ -30,7 +31,7 @@ TOOL = "nvidia-smi -q -x"
 HARDWARE_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
 
-def _text(elem, *paths):
+def _text(elem: ET.Element, *paths: str) -> str | None:
     """Text of the first path that exists under ``elem`` and is not N/A; None otherwise."""
     for path in paths:
         node = elem.find(path)
@@ -41,21 +42,21 @@ def _text(elem, *paths):
     return None
 
 
-def _num(elem, *paths):
+def _num(elem: ET.Element, *paths: str) -> float | None:
     return number(_text(elem, *paths))
 
 
-def _int(elem, *paths):
+def _int(elem: ET.Element, *paths: str) -> int | None:
     return integer(_text(elem, *paths))
 
 
-def _yes(value):
+def _yes(value: str | None) -> bool | None:
     if value is None:
         return None
     return value.strip().lower() in ("yes", "active", "enabled", "true")
 
 
-def _throttle(gpu):
+def _throttle(gpu: ET.Element) -> dict[str, bool]:
     """``{reason: bool}`` from clocks_event_reasons (v12+) or clocks_throttle_reasons (v11)."""
     for tag, prefix in (("clocks_event_reasons", "clocks_event_reason_"),
                         ("clocks_throttle_reasons", "clocks_throttle_reason_")):
@@ -73,9 +74,9 @@ def _throttle(gpu):
     return {}
 
 
-def _ecc(gpu):
+def _ecc(gpu: ET.Element) -> dict[str, Any]:
     node = gpu.find("ecc_errors")
-    out = {"mode": _text(gpu, "ecc_mode/current_ecc"), "volatile": {}, "aggregate": {}}
+    out: dict[str, Any] = {"mode": _text(gpu, "ecc_mode/current_ecc"), "volatile": {}, "aggregate": {}}
     if node is None:
         return out
     for scope in ("volatile", "aggregate"):
@@ -91,7 +92,7 @@ def _ecc(gpu):
     return out
 
 
-def _uncorrectable(counts):
+def _uncorrectable(counts: dict[str, Any]) -> int | None:
     """Sum of the uncorrectable (double-bit) counters of one ECC scope; None when all are N/A.
 
     v12+: ``sram_uncorrectable``/``dram_uncorrectable`` (v13 splits SRAM into ``_parity``/``_secded``);
@@ -103,7 +104,7 @@ def _uncorrectable(counts):
     return sum(values) if values else None
 
 
-def _remapped(gpu):
+def _remapped(gpu: ET.Element) -> dict[str, Any] | None:
     node = gpu.find("remapped_rows")
     if node is None or len(node) == 0:
         return None  # "N/A" (MIG enabled, or not supported)
@@ -115,7 +116,7 @@ def _remapped(gpu):
     }
 
 
-def _retired(gpu):
+def _retired(gpu: ET.Element) -> dict[str, Any] | None:
     node = gpu.find("retired_pages")
     if node is None:
         return None
@@ -129,7 +130,7 @@ def _retired(gpu):
     return out
 
 
-def _gpu(gpu, index):
+def _gpu(gpu: ET.Element, index: int) -> dict[str, Any]:
     throttle = _throttle(gpu)
     ecc = _ecc(gpu)
     mig_devices = gpu.find("mig_devices")
@@ -180,7 +181,7 @@ def _gpu(gpu, index):
     }
 
 
-def parse_nvidia_smi_xml(text):
+def parse_nvidia_smi_xml(text: str) -> dict[str, Any]:
     """Parse ``nvidia-smi -q -x``.
 
     Returns ``{driver_version, cuda_version, attached_gpus, dtd, gpus: [...]}``; each GPU has

@@ -10,6 +10,7 @@ Header ``index, power.draw [W], timestamp``; values carry units (``16.48 W``) un
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import number, parse_error, require_text
 
@@ -18,14 +19,14 @@ _UNIT = re.compile(r"^(.*?)\s*\[(.*)\]\s*$")
 TEXT_FIELDS = ("timestamp", "name", "uuid", "pci.bus_id", "serial", "driver_version", "pstate", "persistence_mode")
 
 
-def _column(name):
+def _column(name: str) -> tuple[str, str | None]:
     match = _UNIT.match(name.strip())
     if match:
         return match.group(1).strip(), match.group(2).strip()
     return name.strip(), None
 
 
-def parse_query_csv(text, header=None):
+def parse_query_csv(text: str, header: list[str] | None = None) -> dict[str, Any]:
     """Parse query CSV; ``header`` gives the field names when ``noheader`` was used.
 
     Returns ``{columns: [{name, unit}], rows: [{field: float|str|None}], per_gpu: {index:
@@ -40,8 +41,8 @@ def parse_query_csv(text, header=None):
         names = header_line.split(",")
     else:
         names = list(header)
-    columns = [dict(zip(("name", "unit"), _column(n))) for n in names]
-    fields = [c["name"] for c in columns]
+    columns: list[dict[str, Any]] = [dict(zip(("name", "unit"), _column(n))) for n in names]
+    fields = [str(c["name"]) for c in columns]
     if "index" not in fields:
         raise parse_error(TOOL, "header has no 'index' column: %s" % ", ".join(fields))
     rows = []
@@ -49,7 +50,7 @@ def parse_query_csv(text, header=None):
         values = [v.strip() for v in line.split(",")]
         if len(values) != len(fields):
             raise parse_error(TOOL, "line %d has %d fields, header has %d" % (lineno, len(values), len(fields)))
-        row = {}
+        row: dict[str, Any] = {}
         for field, value in zip(fields, values):
             if field in TEXT_FIELDS:
                 row[field] = value
@@ -66,7 +67,7 @@ def parse_query_csv(text, header=None):
         rows.append(row)
     if not rows:
         raise parse_error(TOOL, "no sample rows after the header")
-    per_gpu = {}
+    per_gpu: dict[str, dict[str, Any]] = {}
     for row in rows:
         stats = per_gpu.setdefault(str(row["index"]), {})
         for field, value in row.items():

@@ -12,6 +12,7 @@ One object per ``cardN`` plus ``system``; keys drift between ROCm releases
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import (
     load_json_document,
@@ -23,14 +24,14 @@ TOOL = "rocm-smi"
 _PCIE = re.compile(r"([\d.]+)\s*GT/s\s*x(\d+)", re.I)
 
 
-def _first(card, *keys):
+def _first(card: dict[str, Any], *keys: str) -> float | None:
     for key in keys:
         if key in card and number(card[key]) is not None:
             return number(card[key])
     return None
 
 
-def _text(card, *keys):
+def _text(card: dict[str, Any], *keys: str) -> str | None:
     for key in keys:
         value = card.get(key)
         if isinstance(value, str) and value.strip() and value.strip().upper() != "N/A":
@@ -38,7 +39,7 @@ def _text(card, *keys):
     return None
 
 
-def parse_rocm_smi_json(text):
+def parse_rocm_smi_json(text: str) -> dict[str, Any]:
     """Parse rocm-smi JSON.
 
     Returns ``{driver_version, gpus: [{card, pci_bus, device_id, serial, unique_id, vbios, series,
@@ -80,5 +81,5 @@ def parse_rocm_smi_json(text):
             "sclk_mhz": _first(card, "sclk clock speed:"),
             "mclk_mhz": _first(card, "mclk clock speed:"),
         })
-    system = doc.get("system") if isinstance(doc.get("system"), dict) else {}
+    system: dict[str, Any] = doc["system"] if isinstance(doc.get("system"), dict) else {}
     return {"driver_version": _text(system, "Driver version"), "gpus": gpus}

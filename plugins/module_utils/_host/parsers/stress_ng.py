@@ -13,6 +13,7 @@ exit code is 0; ``fail:`` lines (e.g. ``--verify`` memory errors) and
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import number, parse_error, require_text
 
@@ -21,7 +22,7 @@ _PREFIX = re.compile(r"^stress-ng:\s*(\w+):\s*\[(\d+)\]\s?(.*)$")
 _COMPLETED = re.compile(r"(unsuccessful|successful) run completed in ([\d.]+)\s*s")
 
 
-def parse_stress_ng(text):
+def parse_stress_ng(text: str) -> dict[str, Any]:
     """Parse stress-ng output.
 
     Returns ``{pid, successful: bool|None, completed_s, stressors: [{name, bogo_ops, real_s, usr_s,

@@ -16,6 +16,7 @@ hardware under load), an application-level one is ``warn``, bookkeeping ones
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import parse_error
 from .kmsg import parse_kernel_log
@@ -78,14 +79,14 @@ ACTIONS = {
 }
 
 
-def classify(xid):
+def classify(xid: int | str) -> dict[str, Any]:
     """``{xid, severity: fail|warn|info, action (NVIDIA resolution bucket), description, remediation}``."""
     severity, action, description = XID_CATALOG.get(int(xid), UNKNOWN)
     return {"xid": int(xid), "severity": severity, "action": action, "description": description,
             "remediation": ACTIONS[action]}
 
 
-def parse_xid_events(text):
+def parse_xid_events(text: str) -> list[dict[str, Any]]:
     """XID events in kernel log ``text`` (any form :func:`parse_kernel_log` reads).
 
     Returns ``[{xid, pci, pid, process, detail, time, ts_s, seq}]`` in log order;
@@ -96,7 +97,7 @@ def parse_xid_events(text):
     return events_from_records(parse_kernel_log(text))
 
 
-def events_from_records(records):
+def events_from_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """XID events from already-parsed kernel log records (see :func:`parse_xid_events`)."""
     events = []
     for rec in records:
@@ -116,7 +117,7 @@ def events_from_records(records):
     return events
 
 
-def deduplicate(events, gpu_by_pci=None):
+def deduplicate(events: list[dict[str, Any]], gpu_by_pci: dict | None = None) -> list[dict[str, Any]]:
     """Collapse repeats of one XID on one GPU into one finding.
 
     ``gpu_by_pci``: optional ``{pci_bus_id: gpu index/serial}`` from nvidia-smi (bus ids are
@@ -124,10 +125,10 @@ def deduplicate(events, gpu_by_pci=None):
     appearance: ``[{xid, pci, gpu, count, first, last, pids, processes, detail, severity, action,
     description, remediation}]``.
     """
-    gpu_map = {}
+    gpu_map: dict[str, Any] = {}
     for bus_id, gpu in (gpu_by_pci or {}).items():
         gpu_map[_short_bdf(bus_id)] = gpu
-    findings = {}
+    findings: dict[tuple[int, str], dict[str, Any]] = {}
     for event in events:
         key = (event["xid"], event["pci"])
         finding = findings.get(key)
@@ -145,7 +146,7 @@ def deduplicate(events, gpu_by_pci=None):
     return list(findings.values())
 
 
-def _short_bdf(bus_id):
+def _short_bdf(bus_id: Any) -> str:
     """``00000000:9B:00.0`` / ``0000:9b:00`` -> ``9b:00`` (bus:device)."""
     parts = str(bus_id).lower().split(":")
     if len(parts) >= 2:

@@ -1,0 +1,281 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU-tier test kinds: NVIDIA (nvidia-smi health, DCGM diag, gpu-burn, dcgmproftester) and AMD (rocm-smi
+health, ROCm Validation Suite, AMD field diagnostics).
+
+Where the profile expects no GPU (or another vendor's) the test is ``not_run`` saying so
+(:func:`gpu_expectation`); an absent tool raises :class:`ToolNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..._core.errors import ToolNotFoundError
+from ..._core.gate import Outcome, failed, not_run, passed
+from ..._host.parsers.dcgm import parse_dcgm_diag
+from ..._host.parsers.gpu_burn import parse_gpu_burn
+from ..._host.parsers.nvidia_smi import parse_nvidia_smi_xml
+from ..._host.parsers.rocm_smi import parse_rocm_smi_json
+from ..context import TestContext, TestTimeoutError
+from .common import gpu_expectation
+
+GIB = 1024.0 ** 3
+
+
+def check_nvidia_smi_health(ctx: TestContext) -> Outcome:
+    """GPU inventory and health from ``nvidia-smi -q -x``.
+
+    Fails on: GPU count ≠ ``bom.gpus.count``; a product name not containing ``bom.gpus.model``;
+    ECC not enabled (``thresholds.require_ecc``, default true); volatile uncorrectable ECC errors
+    > ``max_ecc_uncorrectable`` (0); retired pages pending or double-bit retired >
+    ``max_retired_dbe`` (0); remapped rows pending or failed, uncorrectable remaps >
+    ``max_remapped_uncorrectable`` (0); a hardware throttle reason active at idle; reset
+    required; current PCIe width below ``bom.gpus.pcie.width``.
+    """
+    count, gpus = gpu_expectation(ctx, "nvidia")
+    count = int(ctx.threshold("gpu_count", count))
+    tool = ctx.require("nvidia-smi", why=" (no NVIDIA driver)")
+    res = ctx.run([tool, "-q", "-x"], "nvidia-smi", timeout_s=120)
+    if res.rc != 0:
+        return failed("nvidia-smi exited %s: %s" % (res.rc, (res.stdout + res.stderr).strip()[:300]),
+                      "check that the NVIDIA driver is loaded and every GPU is on the bus (lspci); reset or "
+                      "power-cycle the node", observed={"rc": res.rc}, expected="%d GPUs" % count)
+    parsed = parse_nvidia_smi_xml(res.stdout)
+    ctx.save_json("parsed.json", parsed)
+    problems = []
+    found = parsed["gpus"]
+    if len(found) != count:
+        problems.append("expected %d GPUs, nvidia-smi lists %d (attached_gpus %s)"
+                        % (count, len(found), parsed["attached_gpus"]))
+    model = gpus.get("model")
+    want_width = (gpus.get("pcie") or {}).get("width")
+    for g in found:
+        tag = "GPU %s %s" % (g["index"], g["pci_bus_id"])
+        if model and model.lower() not in (g["product_name"] or "").lower():
+            problems.append("%s is %r, expected %r" % (tag, g["product_name"], model))
+        if ctx.threshold("require_ecc", True) and g["ecc"]["mode"] != "Enabled":
+            problems.append("%s ECC mode %s" % (tag, g["ecc"]["mode"]))
+        if (g["ecc_uncorrectable_volatile"] or 0) > float(ctx.threshold("max_ecc_uncorrectable", 0)):
+            problems.append("%s %d uncorrectable ECC errors" % (tag, g["ecc_uncorrectable_volatile"]))
+        retired = g["retired_pages"] or {}
+        if retired.get("pending") and float(ctx.threshold("max_retired_pages_pending", 0)) < 1:
+            problems.append("%s page retirement pending (reset required)" % tag)
+        if (retired.get("double_bit") or 0) > float(ctx.threshold("max_retired_dbe", 0)):
+            problems.append("%s %d double-bit retired pages" % (tag, retired["double_bit"]))
+        remap = g["remapped_rows"] or {}
+        if remap.get("failure") and float(ctx.threshold("max_remapped_rows_failure", 0)) < 1:
+            problems.append("%s row remapping failed" % tag)
+        if remap.get("pending"):
+            problems.append("%s row remapping pending (reset required)" % tag)
+        if (remap.get("uncorrectable") or 0) > float(ctx.threshold("max_remapped_uncorrectable", 0)):
+            problems.append("%s %d rows remapped for uncorrectable errors" % (tag, remap["uncorrectable"]))
+        if g["hardware_throttle"]:
+            problems.append("%s throttled at idle: %s" % (tag, ", ".join(g["hardware_throttle"])))
+        if g["reset_required"]:
+            problems.append("%s reports reset required" % tag)
+        if want_width and g["pcie"]["width_current"] and g["pcie"]["width_current"] < want_width:
+            problems.append("%s PCIe x%d, expected x%d" % (tag, g["pcie"]["width_current"], want_width))
+    observed = [{"index": g["index"], "pci_bus_id": g["pci_bus_id"], "serial": g["serial"], "product": g["product_name"],
+                 "temp_c": g["temp_c"], "power_w": g["power_draw_w"], "ecc_mode": g["ecc"]["mode"],
+                 "ecc_uncorrectable_volatile": g["ecc_uncorrectable_volatile"],
+                 "retired_pages": g["retired_pages"], "remapped_rows": g["remapped_rows"],
+                 "active_throttle": g["active_throttle"], "pcie": g["pcie"]} for g in found]
+    expected = "%d × %s, ECC on, no uncorrectable/remap/retirement problems, no hardware throttle" % (
+        count, model or "GPU")
+    if problems:
+        return failed("; ".join(problems), "reset the GPU(s) named; replace a GPU with a failed row remap, DBEs "
+                                           "or a degraded link that persists after reseating",
+                      observed=observed, expected=expected)
+    return passed(observed=observed, expected=expected,
+                  reason="%d GPUs healthy (driver %s)" % (len(found), parsed["driver_version"]))
+
+
+DCGM_LEVELS = {"quick": 1, "short": 1, "medium": 2, "long": 3, "xlong": 4}
+
+
+def check_dcgm_diag(ctx: TestContext) -> Outcome:
+    """DCGM diagnostic ``dcgmi diag -r <level> -j`` at ``params.level`` (1-4, quick/medium/long/xlong or a test list).
+
+    A ``Fail`` fails, a ``Warn`` passes with the warning in the reason, ``Skip``/``Not Run`` tests
+    are listed; a document with no test is ``not_run`` (never pass).  Exit code and JSON are read
+    together: a non-zero exit with no failing test in the JSON fails.
+    """
+    gpu_expectation(ctx, "nvidia")
+    tool = ctx.require("dcgmi", why=" (DCGM not installed)")
+    level = ctx.params.get("level", 1)
+    level = DCGM_LEVELS.get(str(level).lower(), level)
+    res = ctx.run([tool, "diag", "-r", level, "-j"] + list(ctx.params.get("extra") or []), "dcgmi")
+    if "{" not in res.stdout:
+        raise ToolNotFoundError("dcgmi diag produced no JSON (exit %s): %s"
+                                % (res.rc, (res.stdout + res.stderr).strip()[:300]))
+    parsed = parse_dcgm_diag(res.stdout)
+    ctx.save_json("parsed.json", parsed)
+    observed = {"level": level, "version": parsed["version"], "layout": parsed["layout"], "counts": parsed["counts"],
+                "tests": {t["name"]: t["status"] for t in parsed["tests"]}, "rc": res.rc}
+    expected = "every DCGM level-%s test Pass (Warn reported)" % level
+
+    def messages(status):
+        out = []
+        for t in parsed["tests"]:
+            if t["status"] != status:
+                continue
+            msgs = [w["message"] for r in t["results"] for w in r["warnings"] if r["status"] == status]
+            gpus = sorted({g for r in t["results"] if r["status"] == status for g in r["gpu_ids"]})
+            out.append("%s%s%s" % (t["name"], " (GPU %s)" % ",".join(map(str, gpus)) if gpus else "",
+                                   ": " + " | ".join(msgs)[:300] if msgs else ""))
+        return out
+
+    skipped = [t["name"] for t in parsed["tests"] if t["status"] in ("skip", "not_run")]
+    if parsed["verdict"] == "fail":
+        return failed("DCGM diag level %s failed: %s" % (level, "; ".join(messages("fail"))),
+                      "follow the DCGM error's recommendation; reset the GPU named and rerun; replace it if the "
+                      "failure repeats", observed=observed, expected=expected)
+    if parsed["verdict"] == "not_run":
+        return not_run("DCGM ran no test: %s" % (parsed["runtime_error"] or parsed["preamble"]
+                                                 or "the JSON document holds no test result"))
+    if res.rc not in (0, None):
+        return failed("dcgmi exited %s although no test failed in its JSON" % res.rc,
+                      "read the raw output kept as evidence", observed=observed, expected=expected)
+    reason = "DCGM diag level %s: %d passed" % (level, parsed["counts"]["pass"])
+    if parsed["verdict"] == "warn":
+        reason += "; warnings: %s" % "; ".join(messages("warn"))
+    if skipped:
+        reason += "; skipped/not run: %s" % ", ".join(skipped)
+    return passed(observed=observed, expected=expected, reason=reason)
+
+
+def check_rocm_smi_health(ctx: TestContext) -> Outcome:
+    """AMD GPU inventory and health from ``rocm-smi --json``.
+
+    Fails on GPU count ≠ ``bom.gpus.count``; junction temperature ≥ ``max_temp_c`` (default
+    ``bom.gpus.max_operating_temp_c``); PCIe replays > ``max_pcie_replay`` (when set); VRAM below
+    ``bom.gpus.memory_gib`` × 0.95.
+    """
+    count, gpus = gpu_expectation(ctx, "amd")
+    count = int(ctx.threshold("gpu_count", count))
+    tool = ctx.require("rocm-smi", why=" (ROCm not installed)")
+    res = ctx.run([tool, "--showid", "--showtemp", "--showpower", "--showmeminfo", "vram", "--showbus",
+                   "--showserial", "--showreplaycount", "--showproductname", "--showclocks", "--showdriverversion",
+                   "--json"], "rocm-smi", timeout_s=120)
+    parsed = parse_rocm_smi_json(res.stdout)
+    ctx.save_json("parsed.json", parsed)
+    problems = []
+    if len(parsed["gpus"]) != count:
+        problems.append("expected %d GPUs, rocm-smi lists %d" % (count, len(parsed["gpus"])))
+    max_temp = ctx.threshold("max_temp_c", gpus.get("max_operating_temp_c"))
+    max_replay = ctx.threshold("max_pcie_replay")
+    for g in parsed["gpus"]:
+        tag = "card%d %s" % (g["card"], g["pci_bus"])
+        if max_temp is not None and (g["temp_junction_c"] or 0) >= float(max_temp):
+            problems.append("%s junction %.0f °C ≥ %g °C" % (tag, g["temp_junction_c"], float(max_temp)))
+        if max_replay is not None and (g["pcie_replay_count"] or 0) > float(max_replay):
+            problems.append("%s %d PCIe replays" % (tag, g["pcie_replay_count"]))
+        if gpus.get("memory_gib") and g["vram_total_bytes"] and g["vram_total_bytes"] / GIB < gpus["memory_gib"] * 0.95:
+            problems.append("%s VRAM %.0f GiB < %s GiB" % (tag, g["vram_total_bytes"] / GIB, gpus["memory_gib"]))
+    observed = [{k: g[k] for k in ("card", "pci_bus", "serial", "temp_junction_c", "power_w", "pcie_replay_count",
+                                   "vram_total_bytes")} for g in parsed["gpus"]]
+    if problems:
+        return failed("; ".join(problems), "reset the GPU named; replace it if the problem persists",
+                      observed=observed, expected="%d healthy AMD GPUs" % count)
+    return passed(observed=observed, expected="%d healthy AMD GPUs" % count,
+                  reason="%d AMD GPUs healthy (driver %s)" % (len(parsed["gpus"]), parsed["driver_version"]))
+
+
+def check_amd_field_diag(ctx: TestContext) -> Outcome:
+    """AMD field diagnostics adapter: runs ``params.command`` (default AGFHC ``all_lvl1`` recipe).
+
+    Judged on the exit status only (0 = pass); the raw output is kept as evidence.
+    """
+    gpu_expectation(ctx, "amd")
+    command = list(ctx.params.get("command") or ["/opt/amd/agfhc/agfhc", "-r", "all_lvl1"])
+    tool = ctx.require(command[0], why=" (AMD field diagnostics not installed)")
+    res = ctx.run([tool] + command[1:], "field-diag")
+    observed = {"rc": res.rc, "duration_s": res.duration_s}
+    if res.rc != 0:
+        tail = (res.stdout + res.stderr).strip().splitlines()[-5:]
+        return failed("%s exited %s: %s" % (os.path.basename(tool), res.rc, " | ".join(tail)[:400]),
+                      "open the diagnostic's log (evidence) and follow its recommendation; RMA the GPU it names",
+                      observed=observed, expected="exit 0")
+    return passed(observed=observed, expected="exit 0", reason="%s passed" % os.path.basename(tool))
+
+
+def check_rocm_validation_suite(ctx: TestContext) -> Outcome:
+    """AMD ROCm Validation Suite: ``rvs -c <conf dir>/<params.suite>.conf`` (default suite ``gst_stress``).
+
+    params: ``suite``, ``conf_dir`` (default ``/opt/rocm/share/rocm-validation-suite/conf``).  Pass: exit 0
+    and no ``pass: FALSE`` line in the output; the raw output is kept as evidence.
+    """
+    gpu_expectation(ctx, "amd")
+    tool = ctx.require("rvs", why=" (ROCm Validation Suite not installed)")
+    conf = os.path.join(ctx.params.get("conf_dir", "/opt/rocm/share/rocm-validation-suite/conf"),
+                        "%s.conf" % ctx.params.get("suite", "gst_stress"))
+    res = ctx.run([tool, "-c", conf], "rvs")
+    text = res.stdout + res.stderr
+    false_lines = [ln.strip() for ln in text.splitlines() if "pass: false" in ln.lower()]
+    observed = {"rc": res.rc, "failed_lines": false_lines[:20], "suite": ctx.params.get("suite", "gst_stress")}
+    if res.rc != 0 or false_lines:
+        return failed("rvs %s: exit %s, %d failing result line(s): %s"
+                      % (observed["suite"], res.rc, len(false_lines), " | ".join(false_lines[:3])[:300]),
+                      "reset the GPU named and rerun; RMA it if the suite fails again", observed=observed,
+                      expected="exit 0, every action pass: TRUE")
+    return passed(observed=observed, expected="exit 0, every action pass: TRUE",
+                  reason="rvs %s passed" % observed["suite"])
+
+
+def check_gpu_burn(ctx: TestContext) -> Outcome:
+    """GPU stress with gpu-burn for ``params.duration_s`` (default 60): ``gpu_burn [-d] -tc <duration_s>``.
+
+    params: ``use_doubles`` (``-d``, default false), ``binary``.  Fails when a GPU is FAULTY, a GPU's
+    error count exceeds ``thresholds.max_errors`` (default 0), fewer GPUs than ``bom.gpus.count`` were
+    tested, or a GPU reached ``thresholds.max_temp_c`` (default ``bom.gpus.max_operating_temp_c``).
+    """
+    count, gpus = gpu_expectation(ctx, "nvidia")
+    tool = ctx.require(ctx.params.get("binary", "gpu_burn"), "gpu-burn", why=" (gpu-burn not installed)")
+    duration = int(ctx.params.get("duration_s", 60))
+    args = (["-d"] if ctx.params.get("use_doubles") else []) + ["-tc"]
+    res = ctx.executor.run([tool] + args + [str(duration)],
+                           min(ctx.remaining(), duration + 120), cwd=os.path.dirname(tool))
+    ctx.save_text("gpu-burn.stdout.txt", res.stdout + res.stderr)
+    if res.timed_out:
+        raise TestTimeoutError("gpu-burn did not finish within %.0fs" % res.duration_s, where=ctx.test.name)
+    parsed = parse_gpu_burn(res.stdout + res.stderr)
+    ctx.save_json("parsed.json", parsed)
+    observed = {"tested": parsed["tested"], "results": parsed["results"], "max_temp_c": parsed["max_temp_c"],
+                "gflops": parsed["last_gflops"], "max_errors": parsed["max_errors"]}
+    problems = []
+    if parsed["faulty"]:
+        problems.append("GPU %s FAULTY (computation errors)" % ", ".join(map(str, parsed["faulty"])))
+    max_errors = float(ctx.threshold("max_errors", 0))
+    erring = [i for i, e in enumerate(parsed["max_errors"]) if e > max_errors]
+    if erring:
+        problems.append("GPU %s counted errors > %g" % (", ".join(map(str, erring)), max_errors))
+    if parsed["tested"] < count:
+        problems.append("gpu-burn tested %d GPUs, expected %d" % (parsed["tested"], count))
+    max_temp = ctx.threshold("max_temp_c", gpus.get("max_operating_temp_c"))
+    if max_temp is not None:
+        hot = [i for i, t in enumerate(parsed["max_temp_c"]) if t >= float(max_temp)]
+        if hot:
+            problems.append("GPU %s reached ≥ %g °C" % (", ".join(map(str, hot)), float(max_temp)))
+    if problems:
+        return failed("; ".join(problems), "replace a GPU that computes wrong results; for heat, check fans, "
+                                           "airflow/coolant and the heatsink contact", observed=observed,
+                      expected="%d GPUs OK" % count)
+    return passed(observed=observed, expected="%d GPUs OK" % count,
+                  reason="gpu-burn %ds: %d GPUs OK" % (duration, parsed["tested"]))
+
+
+def check_dcgmproftester(ctx: TestContext) -> Outcome:
+    """GPU stress with dcgmproftester (``-t 1004`` tensor FMA by default) for ``params.duration_s``; exit 0 = pass."""
+    gpu_expectation(ctx, "nvidia")
+    tool = ctx.require("dcgmproftester12", "dcgmproftester11", "dcgmproftester", why=" (DCGM not installed)")
+    duration = int(ctx.params.get("duration_s", 60))
+    res = ctx.run([tool, "--no-dcgm-validation", "-t", ctx.params.get("field_id", 1004), "-d", duration],
+                  "dcgmproftester")
+    if res.rc != 0:
+        return failed("%s exited %s: %s" % (os.path.basename(tool), res.rc, (res.stderr or res.stdout)
+                                            .strip().splitlines()[-1:]),
+                      "reset the GPU and rerun; replace it if the stress fails again", observed={"rc": res.rc},
+                      expected="exit 0")
+    return passed(observed={"rc": 0}, expected="exit 0", reason="%s %ds completed" % (os.path.basename(tool), duration))

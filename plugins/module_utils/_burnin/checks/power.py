@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Power-tier test kinds: sustained and pulsating TDP load with 1 Hz GPU telemetry, judged by :func:`evaluate_power`.
+
+The load (gpu-burn or dcgmproftester) runs as a :func:`_host.process.spawn` process group: pulsating load
+pauses and resumes it with SIGSTOP/SIGCONT while :class:`_host.telemetry.Sampler` reads the GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from ..._core.errors import ManifestError, ToolNotFoundError
+from ..._core.gate import Outcome, failed, passed
+from ..._host import telemetry
+from ..._host.process import spawn
+from ..context import TestContext
+from ..kernel_log import kernel_findings
+from .common import gpu_expectation, where_in_sku
+
+
+def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: float, max_fraction: float,
+                   max_throttle_pct: float, max_temp_c: float, warmup_s: float = 0.0,
+                   on_windows: list[tuple[float, float]] | None = None, expected_gpus: int | None = None,
+                   max_power_brake_events: float | None = None) -> tuple[bool, list[str], dict[str, dict]]:
+    """Judge power telemetry (1 Hz samples) against the SKU.
+
+    ``samples``: :class:`telemetry.Sample` list; ``tdp_w`` (W); the mean power of each GPU over the
+    load window must lie within ``[min_fraction, max_fraction] × tdp_w``; ``max_throttle_pct``:
+    share of load samples with a thermal or power-brake throttle reason (NVML
+    ``HwThermalSlowdown``/``SwThermalSlowdown``/``HwSlowdown``/``HwPowerBrakeSlowdown``) must stay
+    at or below it (the SW power cap at the limit is expected under TDP load and not counted);
+    ``max_temp_c``: every sample below it.  The load window starts after ``warmup_s``; with
+    ``on_windows`` (pulsating load, ``[(start_s, end_s)]``) power is judged on on-phase samples
+    only (skipping each phase's first second of ramp).  ``max_power_brake_events``: rising edges of
+    ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged).
+    Returns ``(ok, problems, per_gpu)``.
+    """
+    problems: list[str] = []
+    per_gpu: dict[str, dict[str, Any]] = {}
+    loaded = [s for s in samples if s.t_s >= warmup_s]
+    if not loaded:
+        return False, ["no telemetry sample after the %gs warm-up" % warmup_s], per_gpu
+    gpus = sorted({s.gpu for s in samples})
+    if expected_gpus is not None and len(gpus) < expected_gpus:
+        problems.append("telemetry from %d GPUs, expected %d" % (len(gpus), expected_gpus))
+    low, high = tdp_w * min_fraction, tdp_w * max_fraction
+    for gpu in gpus:
+        mine = [s for s in loaded if s.gpu == gpu]
+        judged = mine
+        if on_windows:
+            judged = [s for s in mine if any(a + 1.0 <= s.t_s < b for a, b in on_windows)]
+        powers = [s.power_w for s in judged if s.power_w is not None]
+        temps = [s.temp_c for s in samples if s.gpu == gpu and s.temp_c is not None]
+        throttled = [s for s in mine if set(s.throttle) & set(telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE)]
+        entry: dict[str, Any] = {"samples": len(mine), "judged": len(powers),
+                 "mean_power_w": round(sum(powers) / len(powers), 1) if powers else None,
+                 "min_power_w": min(powers) if powers else None, "max_power_w": max(powers) if powers else None,
+                 "max_temp_c": max(temps) if temps else None,
+                 "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
+                 "throttle_reasons": sorted({r for s in throttled for r in s.throttle
+                                             if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
+        brake, edges = False, 0
+        for sample in mine:
+            now = "hw_power_brake_slowdown" in sample.throttle
+            edges += 1 if now and not brake else 0
+            brake = now
+        entry["power_brake_events"] = edges
+        per_gpu[str(gpu)] = entry
+        if max_power_brake_events is not None and edges > max_power_brake_events:
+            problems.append("GPU %d %d power-brake event(s) > %g" % (gpu, edges, max_power_brake_events))
+        if not powers:
+            problems.append("GPU %d: no power reading in the load window" % gpu)
+        elif not low <= entry["mean_power_w"] <= high:
+            problems.append("GPU %d mean %.1f W outside %.1f-%.1f W (%g-%g × TDP %g W)"
+                            % (gpu, entry["mean_power_w"], low, high, min_fraction, max_fraction, tdp_w))
+        if entry["throttle_pct"] is not None and entry["throttle_pct"] > max_throttle_pct:
+            problems.append("GPU %d thermal/power-brake throttled %.1f%% of samples > %g%% (%s)"
+                            % (gpu, entry["throttle_pct"], max_throttle_pct, ", ".join(entry["throttle_reasons"])))
+        if entry["max_temp_c"] is not None and entry["max_temp_c"] >= max_temp_c:
+            problems.append("GPU %d reached %.0f °C ≥ %g °C" % (gpu, entry["max_temp_c"], max_temp_c))
+    return not problems, problems, per_gpu
+
+
+def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str]:
+    load = ctx.params.get("load", "auto")
+    if load in ("auto", "gpu_burn"):
+        tool = ctx.which("gpu_burn", "gpu-burn")
+        if tool:
+            return [tool] + [str(a) for a in ctx.params.get("load_args", ["-tc"])] + [str(int(duration_s))], tool
+    if load in ("auto", "dcgmproftester"):
+        tool = ctx.which("dcgmproftester12", "dcgmproftester11", "dcgmproftester")
+        if tool:
+            return [tool, "--no-dcgm-validation", "-t", "1004", "-d", str(int(duration_s))], tool
+    raise ToolNotFoundError("no GPU load generator (gpu_burn or dcgmproftester) on this node")
+
+
+def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
+    """Shared body of the power tests.
+
+    thresholds: ``target_w`` (default ``bom.gpus.tdp_w``), ``min_fraction_of_tdp`` (0.9),
+    ``max_fraction_of_tdp`` (1.05), ``max_throttle_pct`` (5), ``max_temp_c`` (default
+    ``bom.gpus.max_operating_temp_c``, else 87), ``max_xid`` (0), ``max_power_brake_events`` (pulsating: 0).
+    ``max_sel_critical`` is judged on the controller from the BMC SEL, not here.
+    params: ``duration_s`` (300), ``warmup_s`` (10), ``sample_interval_s`` (1), ``period_s`` (10),
+    ``duty_cycle`` (0.5), ``load`` (auto|gpu_burn|dcgmproftester).
+    """
+    count, gpus = gpu_expectation(ctx)
+    tdp = ctx.threshold("target_w", gpus.get("tdp_w"))
+    max_temp = ctx.threshold("max_temp_c", gpus.get("max_operating_temp_c") or 87)
+    if tdp is None:
+        raise ManifestError("power tests need thresholds.target_w or bom.gpus.tdp_w", where=where_in_sku(ctx))
+    low, high = float(ctx.threshold("min_fraction_of_tdp", 0.9)), float(ctx.threshold("max_fraction_of_tdp", 1.05))
+    max_throttle, max_xid = float(ctx.threshold("max_throttle_pct", 5)), float(ctx.threshold("max_xid", 0))
+    brakes = ctx.threshold("max_power_brake_events", 0 if pulse else None)
+    duration = float(ctx.params.get("duration_s", 300))
+    warmup = float(ctx.params.get("warmup_s", 10))
+    period, duty = float(ctx.params.get("period_s", 10)), float(ctx.params.get("duty_cycle", 0.5))
+    if pulse and not (0 < duty < 1 and period >= 2):
+        raise ManifestError("power_pulsating needs params.period_s ≥ 2 and 0 < params.duty_cycle < 1",
+                            where=where_in_sku(ctx))
+    backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", ("nvml", "nvidia-smi", "rocm-smi"))))
+    argv, tool = _load_command(ctx, duration)
+    xid_note = ""
+    try:
+        marker = ctx.kernel_log.snapshot()
+    except ToolNotFoundError as exc:
+        marker, xid_note = None, exc.message
+    sampler = telemetry.Sampler(backend, float(ctx.params.get("sample_interval_s", 1.0))).start()
+    windows: list[list[float | None]] = []
+    rel, out_path = ctx.evidence_store.reserve(ctx.rel_dir, "load.stdout.txt")
+    with open(out_path, "w", encoding="utf-8") as out:
+        try:
+            load = spawn(argv, output=out, cwd=os.path.dirname(tool))
+            t0 = time.monotonic()
+            try:
+                while load.poll() is None:
+                    now = time.monotonic() - t0
+                    if now >= duration + 60 or ctx.remaining() <= 5:
+                        break
+                    if pulse:
+                        phase = now % period
+                        on = phase < duty * period
+                        if on and (not windows or windows[-1][1] is not None):
+                            load.signal(signal.SIGCONT)
+                            windows.append([sampler.clock() - sampler.started, None])
+                        elif not on and windows and windows[-1][1] is None:
+                            load.signal(signal.SIGSTOP)
+                            windows[-1][1] = sampler.clock() - sampler.started
+                    ctx.sleep(0.2)
+            finally:
+                load.stop(grace_s=30)
+        finally:
+            samples = sampler.stop()
+            backend.close()
+    ctx.evidence["load_output"] = rel
+    if windows and windows[-1][1] is None:
+        windows[-1][1] = samples[-1].t_s + 1 if samples else 0
+    ctx.save_text("samples.csv", telemetry.samples_to_csv(samples))
+    ctx.save_json("samples.json", {"backend": backend.name, "interval_s": sampler.interval_s,
+                                   "tdp_w": tdp, "on_windows": windows, "errors": sampler.errors,
+                                   "samples": [s.to_dict() for s in samples]})
+    ok, problems, per_gpu = evaluate_power(samples, float(tdp), low, high, max_throttle, float(max_temp), warmup,
+                                           [(a, b) for a, b in windows if a is not None and b is not None]
+                                           if pulse else None, count,
+                                           None if brakes is None else float(brakes))
+    xids = []
+    if marker is not None:
+        _text, records = ctx.kernel_log.since(marker)
+        xids = kernel_findings(records)["xids"]
+        if sum(f["count"] for f in xids) > max_xid:
+            problems.append("XID during load: %s" % ", ".join("Xid %d x%d (%s)" % (f["xid"], f["count"], f["description"])
+                                                              for f in xids))
+    else:
+        problems.append("kernel log not readable, XIDs not checked: %s" % xid_note)
+    observed = {"per_gpu": per_gpu, "xids": xids, "samples": len(samples), "backend": backend.name,
+                "load": os.path.basename(tool)}
+    expected = {"mean_power_w": "%g-%g × %g W" % (low, high, tdp), "max_throttle_pct": max_throttle,
+                "max_temp_c": max_temp, "max_xid": max_xid}
+    if pulse:
+        expected.update(period_s=period, duty=duty)
+    if problems:
+        return failed("; ".join(problems), "check PSUs and power cabling for power-brake events, fans/coolant and "
+                                           "heatsink contact for thermal throttling; replace the GPU or PSU that "
+                                           "stands out", observed=observed, expected=expected)
+    return passed(observed=observed, expected=expected,
+                  reason="%s load %gs: %d GPUs within %g-%g × %g W, throttle ≤ %g%%, below %g °C, no XID"
+                         % ("pulsating" if pulse else "sustained", duration, len(per_gpu), low, high, tdp,
+                            max_throttle, max_temp))
+
+
+def check_power_sustained(ctx: TestContext) -> Outcome:
+    """Sustained TDP load for ``params.duration_s`` sampled at 1 Hz; judged by :func:`evaluate_power` and no XID."""
+    return _power_test(ctx, pulse=False)
+
+
+def check_power_pulsating(ctx: TestContext) -> Outcome:
+    """Pulsating load (``params.period_s``, ``params.duty_cycle``) that mimics a training step: the load
+    process is stopped (SIGSTOP) and resumed (SIGCONT) on that square wave; same rules on on-phase power,
+    plus power-brake events."""
+    return _power_test(ctx, pulse=True)

@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fabric test: a schedule of pair rounds through one transport, localised, recorded; the ``fabric_test`` module.
+
+Per node a check ``fabric_interface`` (pass / fail / not_run) at the stage, per bad or ambiguous link a
+``fabric_link`` ledger event (:mod:`._fabric.localise`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from .._core.errors import ToolNotFoundError, ValidationError
+from .._core.gate import CheckResult, new_run_id
+from .._core.ledger import open_ledger
+from .._core.twin import load_twin
+from .._host.launchers import launcher_from_params
+from .localise import CHECK_INTERFACE, EVENT_LINK, link_events, node_outcomes
+from .pairs import PairPathFabric
+from .schedules import check_nodes, random_matching, round_robin, run_schedule, tri_ring
+from .transports import RoundRunner, make_transport
+
+
+def cabling_from_twin(twin, nodes, rail=0):
+    """``{node: "<leaf>:<port>"}`` for ``nodes`` on ``rail`` from a loaded twin (nodes without cabling
+    on that rail are left out)."""
+    out = {}
+    for node in nodes:
+        entry = twin.nodes.get(node)
+        if not entry:
+            continue
+        for link in entry.get("fabric") or []:
+            if int(link.get("rail", 0)) == int(rail):
+                out[node] = "%s:%s" % (link["leaf"], link["port"])
+                break
+    return out
+
+
+def plan(nodes, schedule="adaptive", seed=None):
+    """What a run would test, without running (check mode): the full plan for ``round_robin`` and
+    ``tri_ring``, the first round for ``adaptive`` (later rounds depend on the results)."""
+    if schedule == "round_robin":
+        return round_robin(nodes)
+    if schedule == "tri_ring":
+        return tri_ring(nodes)
+    if schedule == "adaptive":
+        return [random_matching(nodes, random.Random(seed))[0]]
+    raise ValidationError("unknown schedule %r" % schedule, where="schedule")
+
+
+def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fraction=0.8, seed=None, max_rounds=8,
+                    workers=8, cabling=None, stage="burn_in", run_id=None, ledger=None, clock=time.time):
+    """Run a schedule with ``transport``, localise, and (when ``ledger`` is given) record the verdicts.
+
+    Per node: a :class:`~._core.gate.CheckResult` for check ``fabric_interface`` at ``stage``.  Per bad or
+    ambiguous link: ``ledger.record_event(node, "fabric_link", data)`` for each endpoint node (see
+    :func:`~._fabric.localise.link_events`).  Returns ``{"rounds", "schedule", "threshold", "interfaces":
+    {node: status/reason/...}, "bad_interfaces", "bad_links", "links", "ambiguous", "tests", "run_id"}``.
+    """
+    run_id = run_id or new_run_id("fabric")
+    cabling = dict(cabling or {})
+    fabric = PairPathFabric(cabling)
+    started = clock()
+    runner = RoundRunner(transport, floor, min_fraction, workers)
+    out = run_schedule(nodes, runner, schedule, fabric, seed=seed, max_rounds=max_rounds)
+    finished = clock()
+    loc = out["localisation"]
+    outcomes = node_outcomes(loc, out["tests"], runner.threshold, cabling)
+    for node, outcome in outcomes.items():
+        # The node's own pair measurements travel with its verdict (the report's fabric pair matrix).
+        outcome["evidence"] = dict(outcome.get("evidence") or {}, pairs=[
+            {"a": t.a, "b": t.b, "value": t.value, "unit": t.unit, "status": t.status, "round": t.round}
+            for t in out["tests"] if node in (t.a, t.b)])
+    events = link_events(loc, run_id)
+    if ledger is not None:
+        results = [CheckResult(node=node, stage=stage, check=CHECK_INTERFACE, status=o["status"],
+                               reason=o["reason"], expected=o["expected"], observed=o["observed"],
+                               remediation=o["remediation"],
+                               evidence=dict(o["evidence"], transport=transport.name, schedule=schedule,
+                                             rounds=out["rounds"]),
+                               started=started, finished=finished, run_id=run_id)
+                   for node, o in outcomes.items()]
+        ledger.record_results(results)
+        for node, data in events:
+            ledger.record_event(node, EVENT_LINK, data)
+    return {"run_id": run_id, "rounds": out["rounds"], "schedule": schedule, "transport": transport.name,
+            "threshold": runner.threshold,
+            "interfaces": {n: {k: o[k] for k in ("status", "reason", "remediation", "observed", "evidence")}
+                           for n, o in outcomes.items()},
+            "bad_interfaces": loc.bad_interfaces(), "bad_links": loc.bad_links(),
+            "links": {k: {"verdict": v["verdict"], "info": v["info"]} for k, v in loc.links.items()},
+            "ambiguous": loc.ambiguous, "tests": [t.to_dict() for t in out["tests"]]}
+
+
+def _cabling(params, nodes):
+    if not params.get("twin"):
+        return {}
+    return cabling_from_twin(load_twin(params["twin"]), nodes, params.get("rail") or 0)
+
+
+def _not_run_everywhere(nodes, reason, stage, run_id, ledger, check):
+    now = time.time()
+    if ledger is not None:
+        ledger.record_results([CheckResult(node=n, stage=stage, check=check, status="not_run", reason=reason,
+                                           started=now, finished=now, run_id=run_id) for n in nodes])
+    return {n: {"status": "not_run", "reason": reason, "remediation": "", "observed": None} for n in nodes}
+
+
+def fabric_test_module(params, check_mode=False):
+    """Everything ``symphony.cluster.fabric_test`` does; ``params`` are the module's parameters.
+
+    Returns the module result dict.  Raises :class:`SymphonyError` subclasses on bad input (unknown
+    schedule/transport, malformed twin, ledger errors).
+    """
+    nodes = list(params["nodes"])
+    check_nodes(nodes)
+    schedule = params.get("schedule") or "adaptive"
+    stage = params.get("stage") or "burn_in"
+    run_id = params.get("run_id") or new_run_id("fabric")
+    cabling = _cabling(params, nodes)
+    launcher = launcher_from_params(params)
+    transport = make_transport(
+        params.get("transport") or "iperf3", launcher, params.get("addresses") or {},
+        timeout_s=params.get("timeout_s"), duration_s=params.get("duration_s"), port=params.get("port"),
+        streams=params.get("streams"), hcas=params.get("hcas"), size=params.get("message_bytes"),
+        gpus_per_node=params.get("gpus_per_node"), binary=params.get("binary"), env=params.get("nccl_env"))
+    if check_mode:
+        return {"changed": False, "run_id": run_id, "schedule": schedule, "transport": transport.name,
+                "plan": [[list(p) for p in r] for r in plan(nodes, schedule, params.get("seed"))],
+                "cabling": cabling}
+    ledger = open_ledger(params.get("ledger")) if params.get("record", True) else None
+    try:
+        try:
+            launcher.check()
+        except ToolNotFoundError as exc:
+            interfaces = _not_run_everywhere(nodes, str(exc), stage, run_id, ledger, CHECK_INTERFACE)
+            return {"changed": ledger is not None, "run_id": run_id, "schedule": schedule, "transport": transport.name,
+                    "rounds": 0, "interfaces": interfaces, "bad_interfaces": [], "bad_links": [], "links": {},
+                    "ambiguous": [], "tests": [], "threshold": None}
+        out = run_fabric_test(nodes, transport, schedule, floor=params.get("floor"),
+                              min_fraction=params.get("min_fraction") or 0.8, seed=params.get("seed"),
+                              max_rounds=params.get("max_rounds") or 8, workers=params.get("workers") or 8,
+                              cabling=cabling, stage=stage, run_id=run_id, ledger=ledger)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    out.update({"changed": ledger is not None, "cabling": cabling})
+    return out
