@@ -170,7 +170,7 @@ node_counts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as _transports
 
 ARGUMENT_SPEC = {
@@ -200,11 +200,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = _transports.nccl_sweep_module(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    run_module(module, _transports.nccl_sweep_module)
 
 
 if __name__ == "__main__":

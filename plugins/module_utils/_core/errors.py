@@ -73,3 +73,7 @@ class RedfishError(SymphonyError):
 
 class SchedulerError(SymphonyError):
     """The cluster's scheduler (Slurm, Kubernetes) refused or failed a request; ``where`` names the job or node."""
+
+
+class ReportError(SymphonyError):
+    """The report or the dispatch list could not be built or written (missing plotly, an unwritable directory)."""

@@ -204,18 +204,6 @@ def is_drained(state):
     return any(flag in state.upper() for flag in ("DRAIN", "DOWN"))
 
 
-def read_log(path, max_bytes=2_000_000):
-    """The job's output file (last ``max_bytes``); ``SchedulerError`` naming it when unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - max_bytes))
-            return handle.read().decode("utf-8", "replace")
-    except OSError as exc:
-        raise SchedulerError("cannot read the job's log: %s" % exc.strerror, where=path)
-
-
 def render_template(path, context):
     """Render a Jinja2 template (the role's ``sbatch.j2``) outside Ansible, with its ``quote`` filter.
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, asdict
+from typing import Any, Dict, List, Optional, TypedDict
 
 from .._core.errors import (
     SymphonyError,
@@ -32,6 +33,10 @@ from .._core.errors import (
 )
 from .._core import gate as _gate
 from .._host.slurm import is_drained as _slurm_is_drained
+from . import handoff as _handoff
+from . import mfu as _mfu
+from . import outliers as _outliers
+from . import recipes as _recipes
 
 STAGE = "cluster_validation"
 GRAPH = _gate.CheckGraph(STAGE, [
@@ -331,9 +336,6 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, part
     (:func:`resolve_slurm_names`; a node missing from it is its own Slurm name).
     """
     names = names or {}
-    from . import mfu as _mfu
-    from . import recipes as _recipes
-    from .._host import slurm as _slurm
 
     def launch(scale, nodes, attempt):
         name = "%s-a%d-n%d" % (job_name, attempt, len(nodes))
@@ -342,7 +344,7 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, part
         log = job.get("stdout") or os.path.join(log_dir, "%s-%s.out" % (name, job_id))
         out = {"job": job, "log": log, "mfu": None}
         try:
-            text = _slurm.read_log(log)
+            text = _recipes.read_log(log)
             parsed = _recipes.parse_log(text, log_format, where=log)
             if log_format == "smoke":
                 if not parsed.get("summary"):
@@ -376,7 +378,6 @@ def file_telemetry(path, z_threshold=3.5, delta_c=10.0, max_temp_margin_c=3.0, m
     inventory name.
     """
     to_node = {slurm_name: node for node, slurm_name in (names or {}).items()}
-    from . import outliers as _outliers
 
     def telemetry(nodes, attempt):
         if not os.path.exists(path):
@@ -404,19 +405,42 @@ def ledger_spares(ledger, candidates):
     return spares
 
 
-def run_cluster_validation(opts, ledger, slurm, run_id):
+class _RequiredOptions(TypedDict):
+    nodes: List[str]            # inventory (twin) names of the run's nodes
+    script: str                 # the rendered sbatch script
+    log_dir: str
+    log_format: str             # torchtitan, megatron or smoke (``_recipes``)
+    targets: List[Dict[str, Any]]  # SKU ``validation.mfu_targets``-shaped
+
+
+class ValidationOptions(_RequiredOptions, total=False):
+    """What :func:`run_cluster_validation` takes; a missing optional key takes the default named here."""
+
+    spares: List[str]           # twin spare pool, in order
+    job_name: str               # "cluster-validation"
+    partition: Optional[str]
+    timeout_s: int              # seconds per job, 1800
+    poll_s: float               # seconds between job polls, 2.0
+    telemetry_file: Optional[str]
+    thermal: Dict[str, float]   # z_threshold, delta_c, max_temp_margin_c
+    max_operating_temp_c: Optional[float]
+    max_attempts: int           # 3
+    model: Any                  # an ``_mfu`` model name or dict
+    gpu: Optional[str]
+    gpus_per_node: int          # 8
+    warmup: int                 # 1
+    cluster: str                # "cluster"
+    sku: str                    # ""
+    out_dir: Optional[str]      # where the certificate is written (none: not written)
+    slurm_names: Dict[str, str]  # {node: Slurm NodeName} where they differ, see resolve_slurm_names
+
+
+def run_cluster_validation(opts: ValidationOptions, ledger: Any, slurm: Any, run_id: str) -> Dict[str, Any]:
     """The whole stage on a Slurm cluster: loop, ledger records, certificate.
 
-    ``opts`` keys: ``nodes``, ``spares`` (twin spare pool, in order), ``script`` (rendered
-    sbatch), ``log_dir``, ``job_name``, ``partition``, ``timeout_s``, ``log_format``,
-    ``targets`` (SKU ``validation.mfu_targets``-shaped), ``telemetry_file``, ``thermal``
-    (``z_threshold``, ``delta_c``, ``max_temp_margin_c``), ``max_operating_temp_c``,
-    ``max_attempts``, ``model``, ``gpu``, ``gpus_per_node``, ``warmup``, ``cluster``,
-    ``sku``, ``out_dir``, ``poll_s``, ``slurm_names`` (``{node: Slurm NodeName}`` where they differ, see
-    :func:`resolve_slurm_names`).  Nodes are named by their inventory names in the ledger and the certificate,
-    by their Slurm names towards Slurm.  Returns ``{"result", "certificate", "paths", "gates"}``.
+    ``opts``: :class:`ValidationOptions`.  Nodes are named by their inventory names in the ledger and the
+    certificate, by their Slurm names towards Slurm.  Returns ``{"result", "certificate", "paths", "gates"}``.
     """
-    from . import handoff as _handoff
     thermal = opts.get("thermal") or {}
     names = dict(opts.get("slurm_names") or {})
     scales = scales_from_targets(opts["targets"])

@@ -43,6 +43,7 @@ from .._core.errors import (
     ToolNotFoundError,
     ValidationError,
 )
+from .._host.telemetry import open_backend
 
 try:
     import numpy as np
@@ -254,7 +255,6 @@ def sample_local(samples, interval_s, node, prefer=("nvml", "nvidia-smi", "rocm-
     Raises :class:`ToolNotFoundError` naming why no backend could read a GPU (the
     check becomes ``not_run``).
     """
-    from .._host.telemetry import open_backend
     backend = open_backend(prefer)
     records = []
     try:
