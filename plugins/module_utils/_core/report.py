@@ -16,15 +16,17 @@ import json
 import os
 import time
 import xml.etree.ElementTree as ET
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from .errors import ReportError
-from .gate import STAGES
+from .gate import STAGES, CheckResult, GateVerdict
+from .ledger import Ledger
 from .report_html import render_html
 
 REPORT_FILES = {"html": "index.html", "json": "report.json", "junit": "junit.xml"}
 
 
-def _load_evidence(path):
+def _load_evidence(path: str) -> Any:
     """Read a JSON evidence file; ``None`` when absent (evidence may live on another controller)."""
     try:
         with open(path, "r", encoding="utf-8") as handle:
@@ -36,7 +38,8 @@ def _load_evidence(path):
 DISPATCH_FIELDS = ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")
 
 
-def gate_rows(twin, host, stage, failing, results):
+def gate_rows(twin: Mapping[str, Any], host: str, stage: str, failing: Sequence[str],
+              results: Mapping[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Dispatch rows for one node's closed gate: the checks that closed it.
 
     ``failing``: the verdict's ``failing`` names; ``results``: ``{check: CheckResult dict}``.  A ``fail`` or
@@ -52,7 +55,7 @@ def gate_rows(twin, host, stage, failing, results):
             for r in root or picked]
 
 
-def sort_rows(rows):
+def sort_rows(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Rack walk order: site, rack, U, then stage order, hostname, check (in place; returns ``rows``)."""
     rows.sort(key=lambda d: (str(d["site"] or ""), str(d["rack"] or ""), int(d["u"] or 0),
                              STAGES.index(d["stage"]) if d["stage"] in STAGES else len(STAGES), d["hostname"],
@@ -60,7 +63,9 @@ def sort_rows(rows):
     return rows
 
 
-def dispatch_list(ledger, nodes=None, results=None, gates=None):
+def dispatch_list(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None,
+                  results: Optional[List[CheckResult]] = None,
+                  gates: Optional[Dict[str, Dict[str, GateVerdict]]] = None) -> List[Dict[str, Any]]:
     """The fleet's current dispatch list, every stage: what a technician walks the floor with.
 
     For each node and stage whose current gate did not pass, :func:`gate_rows`; then the fabric links burn-in
@@ -72,7 +77,7 @@ def dispatch_list(ledger, nodes=None, results=None, gates=None):
     nodes = nodes or {}
     results = ledger.current_results() if results is None else results
     gates = ledger.current_gates() if gates is None else gates
-    by_key = {}
+    by_key: Dict[Any, Dict[str, Dict[str, Any]]] = {}
     for res in results:
         by_key.setdefault((res.node, res.stage), {})[res.check] = res.to_dict()
     rows = []
@@ -85,7 +90,7 @@ def dispatch_list(ledger, nodes=None, results=None, gates=None):
     return sort_rows(rows)
 
 
-def write_rows(directory, name, rows, **doc):
+def write_rows(directory: str, name: str, rows: List[Dict[str, Any]], **doc: Any) -> Dict[str, str]:
     """Write ``<name>.csv`` and ``<name>.json`` (``{**doc, "rows": rows}``) under ``directory``, each replaced
     atomically so a technician's tool never reads half a list.  Returns ``{"csv": path, "json": path}``.
     Raises :class:`ReportError` naming the directory when it cannot be written."""
@@ -107,7 +112,7 @@ def write_rows(directory, name, rows, **doc):
     return paths
 
 
-def write_dispatch_latest(ledger, directory, nodes=None):
+def write_dispatch_latest(ledger: Ledger, directory: str, nodes: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Write ``dispatch-latest.csv`` and ``dispatch-latest.json`` (:func:`dispatch_list`) under ``directory``.
 
     ``nodes`` label the rows; a node outside ``nodes`` keeps the labels the previous list gave it.  Returns
@@ -117,7 +122,7 @@ def write_dispatch_latest(ledger, directory, nodes=None):
     directory = os.path.normpath(directory)
     # A run limited to some hosts (--limit) knows only their twin records: the labels of the other nodes on the
     # list come from the list this one replaces, so they keep their rack and U.
-    labels = {}
+    labels: Dict[str, Any] = {}
     try:
         with open(os.path.join(directory, "dispatch-latest.json"), encoding="utf-8") as handle:
             for row in json.load(handle).get("rows") or []:
@@ -131,7 +136,7 @@ def write_dispatch_latest(ledger, directory, nodes=None):
     return dict(paths, rows=len(rows))
 
 
-def collect(ledger, nodes=None):
+def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Build the report's data from the ledger.
 
     ``nodes``: ``{hostname: twin node dict}`` (site, rack, u, serial, sku, spare)
@@ -149,7 +154,8 @@ def collect(ledger, nodes=None):
     for node in gates:
         nodes.setdefault(node, {"hostname": node})
 
-    matrix, checks_by_stage = {}, {s: [] for s in STAGES}
+    matrix: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    checks_by_stage: Dict[str, List[str]] = {s: [] for s in STAGES}
     for res in results:
         verdict = gates.get(res.node, {}).get(res.stage)
         # A check that did not pass under an open gate did not gate it: waived, or optional in the profile
@@ -195,12 +201,14 @@ def collect(ledger, nodes=None):
                                  "before": changed.get(res.check, res.observed), "after": res.observed,
                                  "changed": res.check in changed, "expected": res.expected, "reason": res.reason})
 
-    summary = {"nodes": len(rows), "by_gate": {}, "handed_off": 0}
+    by_gate: Dict[str, int] = {}
+    handed_off = 0
     for row in rows:
         key = "%s:%s" % (row["last_stage"], row["gate"]) if row["last_stage"] else "none"
-        summary["by_gate"][key] = summary["by_gate"].get(key, 0) + 1
+        by_gate[key] = by_gate.get(key, 0) + 1
         if row["last_stage"] == "cluster_validation" and row["gate"] == "pass":
-            summary["handed_off"] += 1
+            handed_off += 1
+    summary = {"nodes": len(rows), "by_gate": by_gate, "handed_off": handed_off}
 
     return {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -215,7 +223,7 @@ def collect(ledger, nodes=None):
     }
 
 
-def _link_dispatch(events, nodes):
+def _link_dispatch(events: Iterable[Dict[str, Any]], nodes: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """Dispatch rows for the fabric links the burn-in fabric tier convicted (latest verdict per link).
 
     A bad link fails no node (both ends pass with other partners), so it would otherwise reach no technician.
@@ -241,7 +249,7 @@ def _link_dispatch(events, nodes):
     return rows
 
 
-def _chart_series(results):
+def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:
     """Series for the charts, from what the stages recorded (their result ``observed`` and ``evidence``).
 
     - burn-in power/temperature traces: evidence ``samples`` (list of ``{t_s, gpu, power_w, temp_c}``) or
@@ -252,7 +260,12 @@ def _chart_series(results):
     - MFU per run: evidence ``mfu`` (``{mfu_pct, convention, scale_nodes, precision}``);
     - telemetry outliers: evidence ``outliers`` (``{node, gpu, metric, value, peer_median, reason}``).
     """
-    series = {"traces": [], "storage": {}, "pairs": {}, "nccl": [], "mfu": [], "outliers": []}
+    traces: List[Dict[str, Any]] = []
+    storage: Dict[str, Dict[str, Any]] = {}
+    pairs: Dict[Any, Dict[str, Any]] = {}
+    nccl: List[Dict[str, Any]] = []
+    mfu: List[Dict[str, Any]] = []
+    outliers: List[Dict[str, Any]] = []
     fio_keys = {"fio_seq_read": ("read", "bw_mbps", "seq read (MB/s)"),
                 "fio_seq_write": ("write", "bw_mbps", "seq write (MB/s)"),
                 "fio_randread_4k": ("read", "iops", "4 KiB random read (IOPS)")}
@@ -262,34 +275,33 @@ def _chart_series(results):
         if samples is None and ev.get("samples_file"):
             samples = _load_evidence(ev["samples_file"])
         if isinstance(samples, list) and samples:
-            series["traces"].append({"node": res.node, "check": res.check, "samples": samples})
+            traces.append({"node": res.node, "check": res.check, "samples": samples})
         if res.check in fio_keys and isinstance(res.observed, dict):
             direction, key, label = fio_keys[res.check]
             value = (res.observed.get(direction) or {}).get(key)
             if value is not None:
-                series["storage"].setdefault(label, {})[res.node] = value
+                storage.setdefault(label, {})[res.node] = value
         for pair in ev.get("pairs") or []:
-            series["pairs"][tuple(sorted((pair["a"], pair["b"])))] = pair
+            pairs[tuple(sorted((pair["a"], pair["b"])))] = pair
         if isinstance(ev.get("curve"), list) and ev["curve"]:
-            series["nccl"].append({"node": res.node, "check": res.check, "curve": ev["curve"],
-                                   "nodes": ev.get("nodes")})
+            nccl.append({"node": res.node, "check": res.check, "curve": ev["curve"], "nodes": ev.get("nodes")})
         if isinstance(ev.get("mfu"), dict) and res.node:
-            series["mfu"].append(dict(ev["mfu"], node=res.node, check=res.check, run_id=res.run_id))
+            mfu.append(dict(ev["mfu"], node=res.node, check=res.check, run_id=res.run_id))
         for outlier in ev.get("outliers") or []:
             if isinstance(outlier, dict):
-                series["outliers"].append(dict(outlier, run_id=res.run_id))
-    series["pairs"] = list(series["pairs"].values())
-    return series
+                outliers.append(dict(outlier, run_id=res.run_id))
+    return {"traces": traces, "storage": storage, "pairs": list(pairs.values()), "nccl": nccl, "mfu": mfu,
+            "outliers": outliers}
 
 
-def render_junit(data):
+def render_junit(data: Dict[str, Any]) -> str:
     """JUnit XML: one testsuite per stage, one testcase per node and check.
 
     ``fail`` -> ``<failure>``, ``blocked``/``not_run`` -> ``<skipped>`` with the reason (and, for a result
     that did not close its gate, ``(optional: did not gate)`` or ``(waived: did not gate)``).
     """
     root = ET.Element("testsuites", name="symphony.cluster")
-    suites = {}
+    suites: Dict[str, ET.Element] = {}
     for host, stages in sorted(data["matrix"].items()):
         for stage, checks in stages.items():
             suite = suites.get(stage)
@@ -311,7 +323,7 @@ def render_junit(data):
     return ET.tostring(root, encoding="unicode")
 
 
-def write_report(ledger, out_dir, nodes=None):
+def write_report(ledger: Ledger, out_dir: str, nodes: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Write ``index.html``, ``report.json`` and ``junit.xml`` into ``out_dir``.
 
     Returns ``{"paths": {"html", "json", "junit"}, "summary": {...}}``.

@@ -27,12 +27,12 @@ except ImportError as _imp_err:
 STATUS_COLOURS = {"pass": "#1b7f3b", "fail": "#c62828", "blocked": "#ef6c00", "not_run": "#78909c"}
 
 
-def _figures(data):
+def _figures(data: Dict[str, Any]) -> List[Tuple[str, Any]]:
     """``[(section, plotly Figure)]`` for every chart the data can fill; a chart with no data is left out."""
     charts, figs = data["charts"], []
     for trace in charts["traces"][:12]:
         fig = go.Figure()
-        by_gpu = {}
+        by_gpu: Dict[Any, List[Dict[str, Any]]] = {}
         for sample in trace["samples"]:
             by_gpu.setdefault(sample.get("gpu", 0), []).append(sample)
         for gpu, samples in sorted(by_gpu.items()):
@@ -69,7 +69,7 @@ def _figures(data):
         fig.update_layout(title="NCCL busbw: %s (%s nodes)" % (curve["check"], curve.get("nodes") or "?"),
                           xaxis={"type": "log", "title": "message size (B)"}, yaxis_title="busbw (GB/s)")
         figs.append(("cluster validation: NCCL", fig))
-    runs = {}
+    runs: Dict[Any, Dict[str, Any]] = {}
     for mfu in charts["mfu"]:
         runs[(mfu["run_id"], mfu.get("scale_nodes"), mfu.get("precision"))] = mfu
     if runs:
@@ -90,7 +90,7 @@ def _figures(data):
     return figs
 
 
-def _table(headers, rows):
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["<table><thead><tr>%s</tr></thead><tbody>" % "".join("<th>%s</th>" % html.escape(h) for h in headers)]
     for row in rows:
         out.append("<tr>%s</tr>" % "".join(cell if cell.startswith("<td") else "<td>%s</td>" % cell for cell in row))
@@ -98,8 +98,8 @@ def _table(headers, rows):
     return "".join(out)
 
 
-def _status_cell(status, reason="", note=""):
-    colour = STATUS_COLOURS.get(status, "#fff")
+def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Optional[str] = "") -> str:
+    colour = STATUS_COLOURS.get(status or "", "#fff")
     text = html.escape(status or "—") + ("<br><small>%s</small>" % html.escape(note) if note else "")
     # a result that did not gate is drawn faded, so the eye goes to what closed a gate
     fade = ";opacity:.55" if note else ""
@@ -107,11 +107,11 @@ def _status_cell(status, reason="", note=""):
         colour, fade, html.escape(reason or ""), text)
 
 
-def _matrix_cell(cell):
+def _matrix_cell(cell: Dict[str, Any]) -> str:
     return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
 
 
-def plain(value):
+def plain(value: Any) -> str:
     """A recorded value as a table cell reads it: ``{"BMC": "11.01.01"}`` -> ``BMC: 11.01.01``,
     ``["01.01.10"]`` -> ``01.01.10``, ``None`` -> ``""`` (nested values recurse)."""
     if value is None:
@@ -123,7 +123,7 @@ def plain(value):
     return str(value)
 
 
-def _event_line(data):
+def _event_line(data: Optional[Dict[str, Any]]) -> str:
     """One line for an event: its reason when it has one, else its scalar fields."""
     data = data or {}
     if data.get("reason"):
@@ -135,7 +135,7 @@ def _event_line(data):
     return plain({k: v for k, v in data.items() if not isinstance(v, (dict, list))})
 
 
-def render_html(data, title="symphony.cluster handoff report"):
+def render_html(data: Dict[str, Any], title: str = "symphony.cluster handoff report") -> str:
     """One self-contained HTML page (plotly.js inlined); raises :class:`ReportError` without plotly."""
     if not HAS_PLOTLY:
         raise ReportError("the plotly Python library is required for the HTML report", where="report")
