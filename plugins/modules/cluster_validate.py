@@ -215,7 +215,7 @@ plan:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
-from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_evict import run_validate
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_validate import run_validate
 
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
