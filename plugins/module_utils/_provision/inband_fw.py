@@ -69,7 +69,7 @@ def run_tool(argv, timeout_s=DEFAULT_TIMEOUT_S, secrets=()):
 
 
 # --------------------------------------------------------------------------- parsers
-def parse_nvfwupd_show_version(text):
+def parse_nvfwupd_show_version(text: str) -> Dict[str, Any]:
     """``show_version`` output (JSON or table) -> ``{AP Name: Sys Version}``.  Raises :class:`ParseError`."""
     text = text.strip()
     if text.startswith("{"):
@@ -96,9 +96,11 @@ def parse_nvfwupd_show_version(text):
     return out
 
 
-def parse_mlxfwmanager_query(text):
+def parse_mlxfwmanager_query(text: str) -> List[Dict[str, Optional[str]]]:
     """``mlxfwmanager --query`` -> ``[{"device", "type", "part_number", "psid", "description", "fw"}]``."""
-    devices, cur, in_versions = [], None, False
+    devices: List[Dict[str, Optional[str]]] = []
+    cur: Optional[Dict[str, Optional[str]]] = None
+    in_versions = False
     for line in text.splitlines():
         m = re.match(r"^\s*Device #\d+:", line)
         if m:
@@ -131,7 +133,7 @@ def parse_mlxfwmanager_query(text):
     return devices
 
 
-def parse_flint_query(text):
+def parse_flint_query(text: str) -> str:
     """``flint -d <dev> query`` -> the running FW version.  Raises :class:`ParseError`."""
     m = re.search(r"^\s*FW Version:\s*(\S+)", text, re.M)
     if not m:
@@ -139,7 +141,7 @@ def parse_flint_query(text):
     return m.group(1)
 
 
-def parse_nvme_list(text):
+def parse_nvme_list(text: str) -> List[Dict[str, str]]:
     """``nvme list -o json`` -> ``[{"device", "model", "firmware"}]`` (nvme-cli 1.x and 2.x shapes)."""
     try:
         doc = json.loads(text or "{}")
@@ -158,7 +160,7 @@ def parse_nvme_list(text):
     return out
 
 
-def parse_nvme_fw_log(text):
+def parse_nvme_fw_log(text: str) -> Dict[str, Any]:
     """``nvme fw-log <dev>`` -> ``{"active_slot": n, "slots": {n: version}, "running": version}``."""
     m = re.search(r"^\s*afi\s*:\s*(0x[0-9a-fA-F]+|\d+)", text, re.M)
     if not m:
@@ -173,7 +175,7 @@ def parse_nvme_fw_log(text):
 
 
 # --------------------------------------------------------------------------- helpers
-def local_image(image_dir, step):
+def local_image(image_dir: Optional[str], step: Step) -> Tuple[str, str]:
     """``(path, sha256)`` of the step's image in ``image_dir``, checked against the manifest.
 
     Raises :class:`ValidationError` when absent or when the sha256 differs (nothing is flashed).
@@ -193,15 +195,15 @@ def local_image(image_dir, step):
     return path, digest.hexdigest()
 
 
-def _all_accepted(versions, step):
+def _all_accepted(versions: Dict[str, Any], step: Step) -> bool:
     return bool(versions) and all(v in step["accepted"] for v in versions.values())
 
 
-def _fmt(versions):
+def _fmt(versions: Dict[str, Any]) -> str:
     return ", ".join("%s=%s" % kv for kv in sorted(versions.items()))
 
 
-def _select_mlx(devices, step):
+def _select_mlx(devices: List[Dict[str, Optional[str]]], step: Step) -> List[Dict[str, Optional[str]]]:
     kind = step.get("kind")
     rx = re.compile(step.get("inband_match") or (r"BlueField.*" if kind == "dpu" else r"ConnectX.*"), re.I)
     return [d for d in devices if rx.fullmatch(d.get("type") or "") or rx.fullmatch(d.get("part_number") or "")]
@@ -267,7 +269,8 @@ def _mlx_query(step: Step, timeout_s: float) -> Dict[str, Any]:
     if rc != 0:
         raise ParseError("mlxfwmanager --query exited %d: %s" % (rc, (err or out).strip()[:200]),
                          where="mlxfwmanager")
-    return {d["device"]: d["fw"] for d in _select_mlx(parse_mlxfwmanager_query(out), step)}
+    # parse_mlxfwmanager_query refuses a block without its device name
+    return {str(d["device"]): d["fw"] for d in _select_mlx(parse_mlxfwmanager_query(out), step)}
 
 
 def mlxfwmanager_survey(step: Step, timeout_s: float = DEFAULT_TIMEOUT_S) -> Survey:
@@ -366,7 +369,7 @@ def nvme_step(step: Step, image_dir: Optional[str], timeout_s: float = DEFAULT_T
                   reason="%d drives run %s (nvme-cli)" % (len(after), step["target"]))
 
 
-ADAPTERS = {"nvfwupd": nvfwupd_step, "mlxfwmanager": mlxfwmanager_step, "nvme_cli": nvme_step}
+ADAPTERS: Dict[str, Callable[..., Outcome]] = {"nvfwupd": nvfwupd_step, "mlxfwmanager": mlxfwmanager_step, "nvme_cli": nvme_step}
 
 
 def _apply(step: Step, image_dir: Optional[str], nvfwupd_target: Optional[Dict[str, Any]],

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, asdict
+from typing import Any, Dict, List, Optional
 
 from .._core.errors import (
     SymphonyError,
@@ -49,7 +50,7 @@ class Scale:
     recipe: str
     precision: str
     min_mfu_pct: float
-    nodes: int = None
+    nodes: Optional[int] = None
     convention: str = "torchtitan"
 
     def to_dict(self):
@@ -73,7 +74,8 @@ def pick_spares(candidates, burn_in, exclude, count):
     ``burn_in``: ``{node: gate status}``.  Returns ``(chosen, skipped)`` where
     ``skipped`` maps each passed-over spare to why.
     """
-    chosen, skipped = [], {}
+    chosen: List[str] = []
+    skipped: Dict[str, str] = {}
     for node in candidates:
         if len(chosen) >= count:
             break
@@ -98,7 +100,7 @@ def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=Non
     it; such a spare is left out of the spare pool with the reason.
     """
     addresses, explicit = addresses or {}, explicit or {}
-    by_addr = {}
+    by_addr: Dict[str, str] = {}
     for name, rec in slurm_nodes.items():
         for key in (rec.get("addr"), rec.get("hostname")):
             if key:
@@ -213,9 +215,14 @@ def run_validation(nodes, scales, launch, telemetry, drain, spares, max_attempts
     if not nodes:
         raise ValidationError("no node to validate", where="nodes")
     on_event = on_event or (lambda kind, node, data: None)
-    active, evicted, replacements, all_outliers, actions, attempts = list(nodes), [], [], [], [], []
-    telemetry_note = None
-    decision = None
+    active = list(nodes)
+    evicted: List[str] = []
+    replacements: List[Dict[str, Any]] = []
+    all_outliers: List[Dict[str, Any]] = []
+    actions: List[str] = []
+    attempts: List[Dict[str, Any]] = []
+    telemetry_note: Optional[str] = None
+    decision: Dict[str, Any] = {}
     for number in range(1, max_attempts + 1):
         started = clock()
         runs = [_run_scale(scale, active, launch, number) for scale in scales]
