@@ -27,7 +27,6 @@ class AnsibleFailJson(Exception):
 
 
 def _exit_json(self, **kwargs):
-    kwargs.setdefault("changed", False)
     raise AnsibleExitJson(kwargs)
 
 
