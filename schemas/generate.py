@@ -9,7 +9,7 @@ module_utils); these JSON files are for editors and other tools.  Run from the r
     PYTHONPATH=build/collections python schemas/generate.py          # rewrite
     PYTHONPATH=build/collections python schemas/generate.py --check  # exit 1 when out of date
 
-tests/unit/foundation checks that the files are in sync.
+tests/unit/core checks that the files are in sync.
 """
 
 from __future__ import annotations

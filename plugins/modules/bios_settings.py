@@ -111,9 +111,9 @@ notes:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import client as _redfish
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.bios import apply_bios_settings
 
@@ -132,27 +132,19 @@ def argument_spec():
     return spec
 
 
+def _run(params, check_mode):
+    client = _redfish.client_from_params(params)
+    with client:
+        out = apply_bios_settings(client, params["attributes"], apply_time=params["apply_time"],
+                                  reset=params["reset"], system_id=params["system_id"],
+                                  timeout_s=params["timeout_s"], poll_s=params["poll_s"], check_mode=check_mode)
+    out["warnings"] = client.warnings
+    return out
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not _redfish.HAS_SUSHY:
-        module.fail_json(msg=missing_required_lib("sushy"), exception=str(_redfish.SUSHY_IMPORT_ERROR))
-    p = module.params
-    client = None
-    try:
-        client = _redfish.client_from_params(p)
-        with client:
-            out = apply_bios_settings(client, p["attributes"], apply_time=p["apply_time"], reset=p["reset"],
-                                      system_id=p["system_id"], timeout_s=p["timeout_s"], poll_s=p["poll_s"],
-                                      check_mode=module.check_mode)
-    except SymphonyError as exc:
-        # a failure after the PATCH and the reset still changed the BMC
-        module.fail_json(changed=bool(exc.details.get("changed")), **exc.to_dict())
-    for text in client.warnings:
-        module.warn(text)
-    diff = out.pop("diff")
-    if module._diff:
-        out["diff"] = diff
-    module.exit_json(**out)
+    run_module(module, _run, requires={"sushy": _redfish.SUSHY_IMPORT_ERROR})
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ reservations:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.discovery import module_bmc_discover
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 
 ARGUMENT_SPEC = {
     "lease_file": {"type": "path", "required": True},
@@ -116,13 +116,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = module_bmc_discover(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    if not module._diff:
-        result.pop("diff", None)
-    module.exit_json(**result)
+    run_module(module, module_bmc_discover)
 
 
 if __name__ == "__main__":

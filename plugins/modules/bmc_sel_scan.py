@@ -103,7 +103,7 @@ failed_hosts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.sel_scan import sel_scan
 
@@ -115,13 +115,13 @@ ARGUMENT_SPEC = fleet_argument_spec(options={
 })
 
 
+def _run(params, check_mode):
+    return sel_scan(params)
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = sel_scan(module.params)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

@@ -136,31 +136,26 @@ evidence_files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import runner as _burnin
+
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "manifest": {"type": "dict", "required": True},
+    "profile": {"type": "str", "default": "production"},
+    "tiers": {"type": "list", "elements": "str", "choices": ["node", "gpu", "power", "fabric"]},
+    "tests": {"type": "list", "elements": "str"},
+    "overrides": {"type": "dict"},
+    "evidence_dir": {"type": "path", "default": "/var/tmp/symphony/burn_in"},
+    "run_id": {"type": "str"},
+    "stopped_after": {"type": "str"},
+    "fail_fast": {"type": "bool", "default": True},
+}
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            node=dict(type="str", required=True),
-            manifest=dict(type="dict", required=True),
-            profile=dict(type="str", default="production"),
-            tiers=dict(type="list", elements="str", choices=["node", "gpu", "power", "fabric"]),
-            tests=dict(type="list", elements="str"),
-            overrides=dict(type="dict"),
-            evidence_dir=dict(type="path", default="/var/tmp/symphony/burn_in"),
-            run_id=dict(type="str"),
-            stopped_after=dict(type="str"),
-            fail_fast=dict(type="bool", default=True),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = _burnin.burnin_run(module.params, module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(msg=str(exc), error=exc.to_dict())
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _burnin.burnin_run)
 
 
 if __name__ == "__main__":

@@ -214,19 +214,49 @@ plan:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import tasks as tasks
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_validate import run_validate
+
+ARGUMENT_SPEC = {
+    "nodes": {"type": "list", "elements": "str", "required": True},
+    "spares": {"type": "list", "elements": "str", "default": []},
+    "script": {"type": "path", "required": True},
+    "log_dir": {"type": "path", "required": True},
+    "job_name": {"type": "str", "default": "cluster-validation"},
+    "partition": {"type": "str"},
+    "timeout_s": {"type": "int", "default": 3600},
+    "poll_s": {"type": "float", "default": 5.0},
+    "log_format": {"type": "str", "choices": ["torchtitan", "megatron", "smoke"], "default": "torchtitan"},
+    "targets": {"type": "list", "elements": "dict", "required": True},
+    "telemetry_file": {"type": "path"},
+    "thermal": {"type": "dict", "default": {}},
+    "max_operating_temp_c": {"type": "float"},
+    "max_attempts": {"type": "int", "default": 3},
+    "model": {"type": "raw"},
+    "gpu": {"type": "str"},
+    "gpus_per_node": {"type": "int", "default": 8},
+    "warmup": {"type": "int", "default": 1},
+    "cluster": {"type": "str", "default": "cluster"},
+    "sku": {"type": "str", "default": ""},
+    "dest": {"type": "path", "required": True},
+    "ledger": {"type": "str"},
+    "slurm_conf": {"type": "path"},
+    "addresses": {"type": "dict", "default": {}},
+    "slurm_names": {"type": "dict", "default": {}},
+    "run_id": {"type": "str"},
+}
+
+
+def _run(params, check_mode):
+    result = run_validate(params, check_mode=check_mode)
+    if result.get("status") == "fail":
+        result.update(failed=True, msg="cluster_validation failed: %s" % result["reason"])
+    return result
 
 
 def main():
-    module = AnsibleModule(argument_spec=tasks.VALIDATE_SPEC, supports_check_mode=True)
-    try:
-        result = tasks.run_validate(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    if result.get("status") == "fail":
-        module.fail_json(msg="cluster_validation failed: %s" % result["reason"], **result)
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

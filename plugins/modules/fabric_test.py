@@ -212,7 +212,7 @@ tests:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import rounds as _rounds
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as _transports
 from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as _launchers
@@ -248,11 +248,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = _rounds.fabric_test_module(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    run_module(module, _rounds.fabric_test_module)
 
 
 if __name__ == "__main__":

@@ -57,13 +57,13 @@ plan_lines:
   elements: str
 diff:
   description: Per host the firmware versions and BIOS attributes before and after the plan.
-  returned: always
+  returned: when run with C(--diff)
   type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import module_run
 
@@ -72,16 +72,14 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
 })
 
 
+def _run(params, check_mode):
+    # a plan changes nothing, whatever mode the task runs in
+    return dict(module_run(params, "plan", check_mode=True), changed=False)
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **TWIN_BATCH_MODULE_KWARGS)
-    try:
-        result = module_run(module.params, "plan", check_mode=True)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    result["changed"] = False
-    module.exit_json(**result)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

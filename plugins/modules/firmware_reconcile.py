@@ -162,7 +162,7 @@ writes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import module_run
 
@@ -186,19 +186,13 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
 })
 
 
+def _run(params, check_mode):
+    return module_run(params, params["phase"], check_mode=check_mode)
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **TWIN_BATCH_MODULE_KWARGS)
-    try:
-        result = module_run(module.params, module.params["phase"], check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    if module._diff:
-        result["diff"] = result.get("diff")
-    else:
-        result.pop("diff", None)
-    module.exit_json(**result)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ history:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
 
@@ -94,14 +94,14 @@ ARGUMENT_SPEC = {
 }
 
 
+def _run(params, check_mode):
+    return _gate_ops.gate_info(params)
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
                            required_if=[("history", True, ("node",))])
-    try:
-        result = _gate_ops.gate_info(module.params)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

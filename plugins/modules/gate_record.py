@@ -188,7 +188,7 @@ results:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES, STATUSES
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
 
@@ -220,11 +220,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = _gate_ops.gate_record(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    run_module(module, _gate_ops.gate_record)
 
 
 if __name__ == "__main__":

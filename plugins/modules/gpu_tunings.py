@@ -91,7 +91,7 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.gpu_tunings import run_tunings
 
 ARGUMENT_SPEC = {
@@ -111,23 +111,20 @@ def _diff(changes):
     return {"before": before, "after": after}
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    p = module.params
-    try:
-        out = run_tunings(p["persistence_mode"], p["power_limit_w"], p["kernel_cmdline"], p["cmdline_path"],
-                          module.check_mode, p["timeout_s"])
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    result = dict(out, changed=bool(out["changes"]))
-    if module._diff:
-        result["diff"] = _diff(out["changes"])
+def _run(params, check_mode):
+    out = run_tunings(params["persistence_mode"], params["power_limit_w"], params["kernel_cmdline"],
+                      params["cmdline_path"], check_mode, params["timeout_s"])
+    result = dict(out, changed=bool(out["changes"]), diff=_diff(out["changes"]))
     if out["status"] == "fail":
         # a setting the fresh query does not read, or a missing kernel parameter: the task fails (a caller that
         # only looks at the task colour must not see a pass)
-        result["msg"] = out["reason"]
-        module.fail_json(**result)
-    module.exit_json(**result)
+        result.update(failed=True, msg=out["reason"])
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

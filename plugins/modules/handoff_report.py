@@ -83,36 +83,38 @@ dispatch:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._core import report as _report
+from ansible_collections.symphony.cluster.plugins.module_utils._core.report_html import PLOTLY_IMPORT_ERROR
+
+ARGUMENT_SPEC = {
+    "ledger": {"type": "str"},
+    "dest": {"type": "path", "required": True},
+    "nodes": {"type": "dict", "default": {}},
+    "dispatch_dir": {"type": "path"},
+}
+
+
+def _run(params, check_mode):
+    result = {"changed": True}
+    ledger = open_ledger(params["ledger"])
+    if check_mode:
+        result["summary"] = _report.collect(ledger, params["nodes"])["summary"]
+        result["paths"] = {k: os.path.join(params["dest"], name) for k, name in _report.REPORT_FILES.items()}
+    else:
+        written = _report.write_report(ledger, params["dest"], params["nodes"])
+        result.update(paths=written["paths"], summary=written["summary"])
+        if params["dispatch_dir"]:
+            result["dispatch"] = _report.write_dispatch_latest(ledger, params["dispatch_dir"], params["nodes"])
+    return result
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={"ledger": {"type": "str"}, "dest": {"type": "path", "required": True},
-                       "nodes": {"type": "dict", "default": {}}, "dispatch_dir": {"type": "path"}},
-        supports_check_mode=True,
-    )
-    if not _report.HAS_PLOTLY:
-        module.fail_json(msg=missing_required_lib("plotly"))
-    p = module.params
-    result = {"changed": True}
-    try:
-        ledger = open_ledger(p["ledger"])
-        if module.check_mode:
-            result["summary"] = _report.collect(ledger, p["nodes"])["summary"]
-            result["paths"] = {k: os.path.join(p["dest"], name) for k, name in _report.REPORT_FILES.items()}
-        else:
-            written = _report.write_report(ledger, p["dest"], p["nodes"])
-            result.update(paths=written["paths"], summary=written["summary"])
-            if p["dispatch_dir"]:
-                result["dispatch"] = _report.write_dispatch_latest(ledger, p["dispatch_dir"], p["nodes"])
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _run, requires={"plotly": PLOTLY_IMPORT_ERROR})
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Returns the steps it would run; runs no tool.
+      - Queries the running versions with the vendor tools' read commands and returns, per step, what a run
+        would flash (C(plan)); flashes nothing.
   diff_mode:
     support: none
 """
@@ -58,15 +59,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 results:
-  description: Per check (C(firmware:<id>)) its C(status), C(reason), C(observed), C(expected), C(remediation).
+  description:
+    - Per check (C(firmware:<id>)) its C(status), C(reason), C(observed), C(expected), C(remediation).
+    - In check mode a step with something to flash is C(not_run) with C(plan), per device its running version
+      (C(from)) and the target (C(to)); a step already at an accepted version is C(pass).
   returned: always
   type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._provision.inband_fw import run_inband
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.inband_fw import plan_inband, run_inband
 
 ARGUMENT_SPEC = {
     "steps": {"type": "list", "elements": "dict", "required": True},
@@ -76,18 +80,17 @@ ARGUMENT_SPEC = {
 }
 
 
+def _run(params, check_mode):
+    if check_mode:
+        results = plan_inband(params["steps"], params["nvfwupd_target"], params["timeout_s"])
+        return {"changed": any(r.get("plan") for r in results.values()), "results": results}
+    results = run_inband(params["steps"], params["image_dir"], params["nvfwupd_target"], params["timeout_s"])
+    return {"changed": any(r.get("evidence", {}).get("sha256") for r in results.values()), "results": results}
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    if module.check_mode:
-        module.exit_json(changed=bool(module.params["steps"]),
-                         results={s.get("check"): {"status": "not_run", "reason": "check mode"}
-                                  for s in module.params["steps"]})
-    try:
-        results = run_inband(module.params["steps"], module.params["image_dir"], module.params["nvfwupd_target"],
-                             module.params["timeout_s"])
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(changed=any(r.get("evidence", {}).get("sha256") for r in results.values()), results=results)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

@@ -100,18 +100,33 @@ mfu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import tasks as tasks
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_mfu import run_mfu
+
+ARGUMENT_SPEC = {
+    "model": {"type": "raw"},
+    "seq_len": {"type": "int"},
+    "convention": {"type": "str", "default": "torchtitan"},
+    "tokens_per_s_per_device": {"type": "float", "no_log": False},
+    "log": {"type": "path"},
+    "log_format": {"type": "str", "choices": ["torchtitan", "megatron", "smoke"], "default": "torchtitan"},
+    "warmup": {"type": "int", "default": 1},
+    "devices": {"type": "int"},
+    "gpu": {"type": "str"},
+    "precision": {"type": "str", "default": "bf16"},
+    "peak_tflops": {"type": "float"},
+    "reported_mfu_pct": {"type": "float"},
+}
+
+
+def _run(params, check_mode):
+    return {"changed": False, "mfu": run_mfu(params)}
 
 
 def main():
-    module = AnsibleModule(argument_spec=tasks.MFU_SPEC, supports_check_mode=True,
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
                            required_one_of=[("tokens_per_s_per_device", "log")])
-    try:
-        result = tasks.run_mfu(module.params)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(changed=False, mfu=result)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

@@ -170,7 +170,7 @@ node_counts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import sweep as _sweep
 from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as _launchers
 
@@ -201,11 +201,7 @@ ARGUMENT_SPEC = {
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = _sweep.nccl_sweep_module(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    run_module(module, _sweep.nccl_sweep_module)
 
 
 if __name__ == "__main__":

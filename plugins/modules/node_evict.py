@@ -82,18 +82,23 @@ skipped_spares:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import tasks as tasks
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_evict import run_evict
+
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "reason": {"type": "str", "required": True},
+    "spares": {"type": "list", "elements": "str", "default": []},
+    "exclude": {"type": "list", "elements": "str", "default": []},
+    "ledger": {"type": "str"},
+    "slurm_conf": {"type": "path"},
+    "run_id": {"type": "str"},
+}
 
 
 def main():
-    spec = dict(tasks.EVICT_SPEC)
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    try:
-        result = tasks.run_evict(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, run_evict)
 
 
 if __name__ == "__main__":

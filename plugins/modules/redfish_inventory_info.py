@@ -81,9 +81,9 @@ requests:
   sample: 150
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import client as _redfish
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.reader import (
     ALL_SECTIONS,
@@ -99,20 +99,17 @@ def argument_spec():
     return spec
 
 
+def _run(params, check_mode):
+    client = _redfish.client_from_params(params)
+    with client:
+        inv = read_inventory(client, system_id=params["system_id"], sections=params["sections"])
+    return {"changed": False, "inventory": inv.to_dict(), "health": inv.health_rollup(),
+            "requests": client.requests, "warnings": client.warnings}
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not _redfish.HAS_SUSHY:
-        module.fail_json(msg=missing_required_lib("sushy"), exception=str(_redfish.SUSHY_IMPORT_ERROR))
-    client = None
-    try:
-        client = _redfish.client_from_params(module.params)
-        with client:
-            inv = read_inventory(client, system_id=module.params["system_id"], sections=module.params["sections"])
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    for text in client.warnings:
-        module.warn(text)
-    module.exit_json(changed=False, inventory=inv.to_dict(), health=inv.health_rollup(), requests=client.requests)
+    run_module(module, _run, requires={"sushy": _redfish.SUSHY_IMPORT_ERROR})
 
 
 if __name__ == "__main__":

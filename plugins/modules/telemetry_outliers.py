@@ -111,17 +111,32 @@ samples:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import tasks as tasks
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_outliers import run_outliers
+
+ARGUMENT_SPEC = {
+    "source": {"type": "str", "choices": ["file", "dcgm", "local"], "default": "file"},
+    "path": {"type": "path"},
+    "node": {"type": "str"},
+    "url": {"type": "str"},
+    "validate_certs": {"type": "bool", "default": True},
+    "samples": {"type": "int", "default": 10},
+    "interval_s": {"type": "float", "default": 1.0},
+    "nodes": {"type": "list", "elements": "str"},
+    "z_threshold": {"type": "float", "default": 3.5},
+    "delta_c": {"type": "float", "default": 10.0},
+    "max_temp_margin_c": {"type": "float", "default": 3.0},
+    "max_operating_temp_c": {"type": "float"},
+}
+
+
+def _run(params, check_mode):
+    return dict(run_outliers(params), changed=False)
 
 
 def main():
-    module = AnsibleModule(argument_spec=tasks.OUTLIERS_SPEC, supports_check_mode=True)
-    try:
-        result = tasks.run_outliers(module.params)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(changed=False, **result)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

@@ -91,20 +91,34 @@ failed_job:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import tasks as tasks
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks_launch import run_launch
+
+ARGUMENT_SPEC = {
+    "script": {"type": "path"},
+    "job_id": {"type": "str"},
+    "state": {"type": "str", "choices": ["finished", "submitted", "cancelled"], "default": "finished"},
+    "nodes": {"type": "list", "elements": "str"},
+    "partition": {"type": "str"},
+    "job_name": {"type": "str"},
+    "timeout_s": {"type": "int", "default": 3600},
+    "poll_s": {"type": "float", "default": 5.0},
+    "log_lines": {"type": "int", "default": 40},
+    "slurm_conf": {"type": "path"},
+}
+
+
+def _run(params, check_mode):
+    result = run_launch(params)
+    if result.get("failed_job"):
+        job = result["job"]
+        result.update(failed=True, msg="job %s ended %s (exit %s)" % (job["job_id"], job["state"], job["exit_code"]))
+    return result
 
 
 def main():
-    module = AnsibleModule(argument_spec=tasks.LAUNCH_SPEC, supports_check_mode=False)
-    try:
-        result = tasks.run_launch(module.params)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    if result.get("failed_job"):
-        job = result["job"]
-        module.fail_json(msg="job %s ended %s (exit %s)" % (job["job_id"], job["state"], job["exit_code"]), **result)
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

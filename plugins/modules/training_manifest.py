@@ -98,17 +98,34 @@ manifest:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import tasks as tasks
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._validation.k8s_render import render
+
+ARGUMENT_SPEC = {
+    "kind": {"type": "str", "choices": ["pytorchjob", "jobset"], "default": "pytorchjob"},
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str", "default": "default"},
+    "image": {"type": "str", "required": True},
+    "nodes": {"type": "int", "required": True},
+    "gpus_per_node": {"type": "int", "default": 8},
+    "gpu_resource": {"type": "str", "default": "nvidia.com/gpu"},
+    "program": {"type": "str", "required": True},
+    "module": {"type": "bool", "default": False},
+    "args": {"type": "list", "elements": "str", "default": []},
+    "env": {"type": "dict", "default": {}},
+    "node_selector": {"type": "dict", "default": {}},
+    "rdzv_port": {"type": "int", "default": 29500},
+}
+
+
+def _run(params, check_mode):
+    job = {k: params[k] for k in ARGUMENT_SPEC if k != "kind"}
+    return {"changed": False, "manifest": render(params["kind"], job)}
 
 
 def main():
-    module = AnsibleModule(argument_spec=tasks.MANIFEST_SPEC, supports_check_mode=True)
-    try:
-        manifest = tasks.run_manifest(module.params)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    module.exit_json(changed=False, manifest=manifest)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _run)
 
 
 if __name__ == "__main__":

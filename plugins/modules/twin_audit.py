@@ -152,7 +152,7 @@ wall_s:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import module_twin_audit
 
@@ -171,13 +171,7 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, workers=128, options={
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **TWIN_BATCH_MODULE_KWARGS)
-    try:
-        result = module_twin_audit(module.params, check_mode=module.check_mode)
-    except SymphonyError as exc:
-        module.fail_json(**exc.to_dict())
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    module.exit_json(**result)
+    run_module(module, module_twin_audit)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.symphony.cluster.plugins.module_utils._validation import evict as _evict
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import cluster_run as _cluster_run
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
 from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
@@ -74,7 +74,7 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
             "max_operating_temp_c": 85.0, "max_attempts": 3, "cluster": "lab", "sku": "lab",
             "out_dir": str(tmp_path / "handoff"), "poll_s": 1.0}
     try:
-        out = _evict.run_cluster_validation(opts, ledger, slurm, "cv-lab-1")
+        out = _cluster_run.run_cluster_validation(opts, ledger, slurm, "cv-lab-1")
         result = out["result"]
         assert result["status"] == "pass", result["reason"]
         # A transient rerun would show here with its reason (a job that failed, an MFU below target).

@@ -17,13 +17,8 @@ import os
 import time
 from typing import Any, Iterable, Mapping, Optional
 
-from .errors import SymphonyError
+from .errors import ReportError
 from .gate import PASS, STAGES
-
-
-class ReportError(SymphonyError):
-    """The report or the dispatch list could not be built or written (missing plotly, unwritable directory)."""
-
 
 
 Row = dict[str, Any]

@@ -10,6 +10,8 @@ anything else is a bug and is allowed to surface as a traceback.
 
 from __future__ import annotations
 
+from typing import Any, Dict, Optional
+
 
 class SymphonyError(Exception):
     """Base of every error the collection raises on purpose.
@@ -18,18 +20,18 @@ class SymphonyError(Exception):
     reading one line of output knows what to fix.
     """
 
-    def __init__(self, message, where=None, details=None):
+    def __init__(self, message: str, where: Optional[str] = None, details: Optional[Dict[str, Any]] = None) -> None:
         self.message = message
         self.where = where
         self.details = details or {}
         super().__init__(self.__str__())
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.where:
             return "%s: %s" % (self.where, self.message)
         return self.message
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         """Return ``{"error": class name, "msg": str, "where": ..., "details": {...}}``."""
         return {
             "error": type(self).__name__,
@@ -73,3 +75,7 @@ class RedfishError(SymphonyError):
 
 class SchedulerError(SymphonyError):
     """The cluster's scheduler (Slurm, Kubernetes) refused or failed a request; ``where`` names the job or node."""
+
+
+class ReportError(SymphonyError):
+    """The report or the dispatch list could not be built or written (missing plotly, an unwritable directory)."""

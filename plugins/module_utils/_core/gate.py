@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field, asdict
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import (
     GateError,
@@ -29,7 +30,7 @@ STATUSES = (PASS, FAIL, BLOCKED, NOT_RUN)
 
 STAGES = ("pre_deployment", "provisioning", "burn_in", "cluster_validation", "fleet_audit")
 # The stage whose gate must have passed before a node may enter a stage.
-PREVIOUS_STAGE = {
+PREVIOUS_STAGE: Dict[str, Optional[str]] = {
     "pre_deployment": None,
     "provisioning": "pre_deployment",
     "burn_in": "provisioning",
@@ -38,7 +39,7 @@ PREVIOUS_STAGE = {
 }
 
 
-def new_run_id(prefix="run"):
+def new_run_id(prefix: str = "run") -> str:
     """Return a sortable unique run id such as ``run-20261129T153501-1a2b3c4d``."""
     return "%s-%s-%s" % (prefix, time.strftime("%Y%m%dT%H%M%S", time.gmtime()), uuid.uuid4().hex[:8])
 
@@ -52,15 +53,17 @@ class Outcome:
     expected: object = None
     observed: object = None
     remediation: str = ""
-    evidence: dict = field(default_factory=dict)
+    evidence: Dict[str, Any] = field(default_factory=dict)
 
 
-def passed(observed=None, expected=None, reason="", evidence=None):
+def passed(observed: Any = None, expected: Any = None, reason: str = "",
+           evidence: Optional[Dict[str, Any]] = None) -> Outcome:
     """Outcome for a check that ran and met its criterion."""
     return Outcome(PASS, reason, expected, observed, "", evidence or {})
 
 
-def failed(reason, remediation="", observed=None, expected=None, evidence=None):
+def failed(reason: str, remediation: str = "", observed: Any = None, expected: Any = None,
+           evidence: Optional[Dict[str, Any]] = None) -> Outcome:
     """Outcome for a check that ran and did not meet its criterion.
 
     ``reason`` must say what differed in the field's words; ``remediation`` what
@@ -71,7 +74,7 @@ def failed(reason, remediation="", observed=None, expected=None, evidence=None):
     return Outcome(FAIL, reason, expected, observed, remediation, evidence or {})
 
 
-def not_run(reason, evidence=None):
+def not_run(reason: str, evidence: Optional[Dict[str, Any]] = None) -> Outcome:
     """Outcome for a check not run for a reason of its own (tool absent, not applicable)."""
     if not reason:
         raise GateError("a not_run check needs a reason")
@@ -90,22 +93,22 @@ class CheckResult:
     expected: object = None
     observed: object = None
     remediation: str = ""
-    evidence: dict = field(default_factory=dict)
+    evidence: Dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
     run_id: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise GateError("status %r is not one of %s" % (self.status, ", ".join(STATUSES)),
                             where="%s/%s/%s" % (self.node, self.stage, self.check))
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data):
-        known = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+    def from_dict(cls, data: Mapping[str, Any]) -> "CheckResult":
+        known: Dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
         if known.get("evidence") is None:
             known["evidence"] = {}
         return cls(**known)
@@ -116,7 +119,7 @@ class CheckSpec:
     """A check of a stage: its name, what it depends on, whether the gate requires it."""
 
     name: str
-    depends_on: tuple = ()
+    depends_on: Tuple[str, ...] = ()
     required: bool = True
     description: str = ""
 
@@ -127,9 +130,9 @@ class CheckGraph:
     Raises :class:`GateError` on a dependency that names no check, or on a cycle.
     """
 
-    def __init__(self, stage, specs):
+    def __init__(self, stage: str, specs: Iterable[CheckSpec]) -> None:
         self.stage = stage
-        self.specs = {}
+        self.specs: Dict[str, CheckSpec] = {}
         for spec in specs:
             if spec.name in self.specs:
                 raise GateError("check %r declared twice" % spec.name, where=stage)
@@ -140,10 +143,11 @@ class CheckGraph:
                     raise GateError("check %r depends on unknown check %r" % (spec.name, dep), where=stage)
         self._order = self._topological()
 
-    def _topological(self):
-        order, state = [], {}
+    def _topological(self) -> List[str]:
+        order: List[str] = []
+        state: Dict[str, str] = {}
 
-        def visit(name, path):
+        def visit(name: str, path: List[str]) -> None:
             mark = state.get(name)
             if mark == "done":
                 return
@@ -160,11 +164,11 @@ class CheckGraph:
             visit(name, [])
         return order
 
-    def order(self):
+    def order(self) -> List[str]:
         """Check names in an order where every dependency comes first."""
         return list(self._order)
 
-    def with_required(self, optional=()):
+    def with_required(self, optional: Iterable[str] = ()) -> "CheckGraph":
         """Return a copy where the checks named in ``optional`` are not required by the gate."""
         optional = set(optional)
         unknown = optional - set(self.specs)
@@ -175,12 +179,13 @@ class CheckGraph:
             for s in self.specs.values()
         ])
 
-    def blocking_dependencies(self, name, statuses):
+    def blocking_dependencies(self, name: str, statuses: Mapping[str, str]) -> List[Tuple[str, str]]:
         """Dependencies of ``name`` whose status (from ``statuses``) is not ``pass``."""
         return [(dep, statuses.get(dep, NOT_RUN)) for dep in self.specs[name].depends_on
                 if statuses.get(dep) != PASS]
 
-    def run(self, node, run_id, functions, context=None, clock=time.time):
+    def run(self, node: str, run_id: str, functions: Mapping[str, Callable[[Any], Outcome]], context: Any = None,
+            clock: Callable[[], float] = time.time) -> List[CheckResult]:
         """Run every check in dependency order and return a list of :class:`CheckResult`.
 
         ``functions`` maps check name to ``callable(context) -> Outcome``.  A check
@@ -189,7 +194,8 @@ class CheckGraph:
         check ``fail`` with the error's message (the node goes on; other nodes are
         unaffected).  A check with no function is ``not_run``.
         """
-        statuses, results = {}, []
+        statuses: Dict[str, str] = {}
+        results: List[CheckResult] = []
         for name in self._order:
             start = clock()
             blockers = self.blocking_dependencies(name, statuses)
@@ -215,7 +221,7 @@ class CheckGraph:
         return results
 
 
-def derive_blocked(graph, results):
+def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult]) -> List[CheckResult]:
     """Recompute ``blocked`` from the graph for results recorded elsewhere.
 
     ``results`` is a list of :class:`CheckResult` for one node and stage.  Any
@@ -224,7 +230,8 @@ def derive_blocked(graph, results):
     :class:`GateError`.  Returns a new list in graph order.
     """
     by_name = {r.check: r for r in results}
-    statuses, out = {}, []
+    statuses: Dict[str, str] = {}
+    out: List[CheckResult] = []
     for name in graph.order():
         res = by_name.get(name)
         if res is None:
@@ -249,14 +256,14 @@ class GateVerdict:
     stage: str
     status: str
     reason: str
-    failing: list = field(default_factory=list)
-    waived: list = field(default_factory=list)
+    failing: List[str] = field(default_factory=list)
+    waived: List[str] = field(default_factory=list)
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
 
-def compute_gate(graph, results, waivers=()):
+def compute_gate(graph: CheckGraph, results: Sequence[CheckResult], waivers: Iterable[str] = ()) -> GateVerdict:
     """Gate of one node for one stage.
 
     ``results``: current :class:`CheckResult` per check (latest wins).  ``waivers``:
@@ -268,9 +275,9 @@ def compute_gate(graph, results, waivers=()):
         raise GateError("no check results to gate on", where=graph.stage)
     node = results[0].node
     by_name = {r.check: r for r in results}
-    waivers = set(waivers)
-    buckets = {FAIL: [], BLOCKED: [], NOT_RUN: []}
-    waived = []
+    waived_names = set(waivers)
+    buckets: Dict[str, List[Tuple[str, str]]] = {FAIL: [], BLOCKED: [], NOT_RUN: []}
+    waived: List[str] = []
     for name in graph.order():
         spec = graph.specs[name]
         if not spec.required:
@@ -279,7 +286,7 @@ def compute_gate(graph, results, waivers=()):
         status = res.status if res else NOT_RUN
         if status == PASS:
             continue
-        if name in waivers:
+        if name in waived_names:
             waived.append(name)
             continue
         buckets[status].append((name, res.reason if res else "no result recorded"))

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, cast
 
 from .errors import GateError
 from .gate import (
     CheckGraph,
     CheckResult,
     CheckSpec,
+    GateVerdict,
     STAGES,
     compute_gate,
     derive_blocked,
@@ -25,14 +27,15 @@ from .gate import (
 from .ledger import default_ledger_path, open_ledger
 
 
-def _exists(location):
+def _exists(location: Optional[str]) -> bool:
     """Whether the ledger at ``location`` already exists (URL backends are assumed to)."""
     location = location or default_ledger_path()
     path = location[len("sqlite:///"):] if location.startswith("sqlite:///") else location
     return "://" in path or os.path.exists(path)
 
 
-def evaluate(node, stage, checks, run_id, optional=(), waivers=(), clock=time.time):
+def evaluate(node: str, stage: str, checks: Sequence[Dict[str, Any]], run_id: str, optional: Iterable[str] = (),
+             waivers: Iterable[str] = (), clock: Callable[[], float] = time.time) -> Tuple[List[CheckResult], GateVerdict]:
     """Derive ``blocked`` from the checks' graph and compute the gate; writes nothing.
 
     ``checks``: list of dicts ``{name, status, reason, expected, observed, remediation, evidence, depends_on,
@@ -47,16 +50,20 @@ def evaluate(node, stage, checks, run_id, optional=(), waivers=(), clock=time.ti
         raise GateError("unknown stage %r (one of %s)" % (stage, ", ".join(STAGES)), where=node)
     if not checks:
         raise GateError("no checks given", where="%s/%s" % (node, stage))
-    optional = set(optional or ())
-    specs, results, now = [], [], clock()
+    not_required = set(optional or ())
+    specs: List[CheckSpec] = []
+    results: List[CheckResult] = []
+    now = clock()
     for index, check in enumerate(checks):
         name = check.get("name")
         if not name:
             raise GateError("checks[%d] has no name" % index, where="%s/%s" % (node, stage))
         specs.append(CheckSpec(name, tuple(check.get("depends_on") or ()),
-                               bool(check.get("required", True)) and name not in optional))
+                               bool(check.get("required", True)) and name not in not_required))
+        # a missing or unknown status is refused by CheckResult itself
         results.append(CheckResult(
-            node=node, stage=stage, check=name, status=check.get("status"), reason=check.get("reason") or "",
+            node=node, stage=stage, check=name, status=cast(str, check.get("status")),
+            reason=check.get("reason") or "",
             expected=check.get("expected"), observed=check.get("observed"),
             remediation=check.get("remediation") or "", evidence=check.get("evidence") or {},
             started=float(check.get("started") or now), finished=float(check.get("finished") or now),
@@ -67,7 +74,7 @@ def evaluate(node, stage, checks, run_id, optional=(), waivers=(), clock=time.ti
     return derived, verdict
 
 
-def gate_record(params, check_mode):
+def gate_record(params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
     """Run ``gate_record``: evaluate, then (unless ``check_mode``) append waivers, results and the gate.
 
     ``params`` are the module's: ledger, node, stage, checks, run_id, optional, waive.  Returns the module
@@ -78,7 +85,7 @@ def gate_record(params, check_mode):
     waive = params.get("waive") or []
     ledger = None
     try:
-        waived = []
+        waived: List[str] = []
         if _exists(params.get("ledger")):
             ledger = open_ledger(params.get("ledger"))
             waived = ledger.waivers(node, stage)
@@ -98,13 +105,13 @@ def gate_record(params, check_mode):
             "gate": verdict.to_dict(), "results": [r.to_dict() for r in results]}
 
 
-def gate_info(params):
+def gate_info(params: Dict[str, Any]) -> Dict[str, Any]:
     """Run ``gate_info``: current results, gates and positions (and history when asked), filtered.
 
     A ledger that does not exist yet reads as empty and is not created.
     """
     node, stage = params.get("node"), params.get("stage")
-    empty = {"changed": False, "results": [], "gates": {}, "positions": {}}
+    empty: Dict[str, Any] = {"changed": False, "results": [], "gates": {}, "positions": {}}
     if params.get("history"):
         empty["history"] = []
     if not _exists(params.get("ledger")):

@@ -11,6 +11,7 @@ The plugin only copies these into Ansible's inventory, so everything here is uni
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .errors import ManifestError, TwinError
 from .gate import STAGES
@@ -20,12 +21,13 @@ from .sku import load_skus
 from .twin import TWIN_SCHEMA, validate_twin
 
 SUFFIXES = (".twin.yml", ".twin.yaml")
-TWIN_KEYS = tuple(TWIN_SCHEMA["properties"])
+TWIN_KEYS: Tuple[str, ...] = tuple(TWIN_SCHEMA["properties"])
 # The collection's own manifests: <collection>/skus, two levels above plugins/module_utils.
 DEFAULT_SKU_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "skus"))
 
 
-def _twin_document(source_path, option_keys, twin_path):
+def _twin_document(source_path: str, option_keys: Iterable[str],
+                   twin_path: Optional[str]) -> Tuple[str, Dict[str, Any]]:
     """Return ``(path, data)`` of the twin: the file named by ``twin_path``, or the inline part of the source."""
     if twin_path:
         return twin_path, load_yaml_file(twin_path, TwinError)
@@ -40,7 +42,8 @@ def _twin_document(source_path, option_keys, twin_path):
     return source_path, {key: data[key] for key in TWIN_KEYS if key in data}
 
 
-def build_records(source_path, option_keys=(), twin_path=None, sku_dir=None):
+def build_records(source_path: str, option_keys: Iterable[str] = (), twin_path: Optional[str] = None,
+                  sku_dir: Optional[str] = None) -> Dict[str, Any]:
     """Load and validate the twin and its SKUs; return ``{"skus": {...}, "hosts": [...]}``.
 
     ``hosts`` items are ``{"hostname", "vars", "groups"}`` with vars ``symphony_twin`` (the flat node dict of
@@ -62,7 +65,8 @@ def build_records(source_path, option_keys=(), twin_path=None, sku_dir=None):
             sku_dir = DEFAULT_SKU_DIR
     skus = load_skus(sku_dir)
     twin = validate_twin(data, path, known_skus=skus)
-    hosts, used = [], {}
+    hosts: List[Dict[str, Any]] = []
+    used: Dict[str, Dict[str, Any]] = {}
     for host, node in twin.nodes.items():
         used[node["sku"]] = skus[node["sku"]]
         hostvars = {"symphony_twin": node, "symphony_sku": node["sku"], "symphony_bmc_address": node["bmc_address"]}
@@ -75,7 +79,7 @@ def build_records(source_path, option_keys=(), twin_path=None, sku_dir=None):
     return {"skus": used, "hosts": hosts, "twin_path": path, "sku_dir": sku_dir}
 
 
-def check_profile(skus, profile):
+def check_profile(skus: Dict[str, Dict[str, Any]], profile: Optional[str]) -> None:
     """Raise :class:`ManifestError` when a SKU the twin uses does not declare ``profile``.
 
     ``production`` is every SKU's default; any other profile (``lab``) must be declared in the manifest's
@@ -90,7 +94,7 @@ def check_profile(skus, profile):
                                 % (sku, profile, ", ".join(sorted(declared | {"production"}))), where="profile")
 
 
-def read_positions(location=None):
+def read_positions(location: Optional[str] = None) -> Dict[str, Tuple[str, str, str, List[str]]]:
     """``{node: (stage, gate_status, reason, passed)}``: each node's furthest gated stage, read in one query.
 
     ``passed`` lists every stage whose current gate for the node is ``pass``: a stage's playbook targets the
@@ -103,7 +107,7 @@ def read_positions(location=None):
     return read_ledger_view(location)["positions"]
 
 
-def read_ledger_view(location=None):
+def read_ledger_view(location: Optional[str] = None) -> Dict[str, Any]:
     """What the inventory needs from the ledger: ``{"positions": {...}, "promoted": {node: replaced node}}``.
 
     ``positions`` is :func:`read_positions`' mapping.  ``promoted`` names the twin spares cluster_validation
@@ -122,7 +126,7 @@ def read_ledger_view(location=None):
                     for event in ledger.events(kind="spare_promoted")}
     finally:
         ledger.close()
-    out = {}
+    out: Dict[str, Tuple[str, str, str, List[str]]] = {}
     for node, by_stage in gates.items():
         passed = [stage for stage in STAGES if stage in by_stage and by_stage[stage].status == "pass"]
         for stage in reversed(STAGES):

@@ -17,6 +17,7 @@ import random
 import sqlite3
 import time
 from abc import ABC, abstractmethod
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .errors import LedgerError
 from .gate import (
@@ -28,7 +29,7 @@ from .gate import (
 DEFAULT_LEDGER_ENV = "SYMPHONY_LEDGER"
 
 
-def default_ledger_path():
+def default_ledger_path() -> str:
     """``$SYMPHONY_LEDGER`` if set, else ``~/.local/share/symphony/ledger.sqlite``."""
     env = os.environ.get(DEFAULT_LEDGER_ENV)
     if env:
@@ -40,42 +41,42 @@ class Ledger(ABC):
     """Storage-independent ledger interface."""
 
     @abstractmethod
-    def record_results(self, results):
+    def record_results(self, results: Sequence[CheckResult]) -> None:
         """Append a list of :class:`CheckResult`; all or nothing."""
 
     @abstractmethod
-    def record_gate(self, verdict, run_id):
+    def record_gate(self, verdict: GateVerdict, run_id: str) -> None:
         """Append a :class:`GateVerdict` for ``run_id``."""
 
     @abstractmethod
-    def record_waiver(self, node, stage, check, who, why):
+    def record_waiver(self, node: str, stage: str, check: str, who: str, why: str) -> None:
         """Append an operator's waiver of ``check`` for ``node`` at ``stage``."""
 
     @abstractmethod
-    def record_event(self, node, kind, data):
+    def record_event(self, node: Optional[str], kind: str, data: Any) -> None:
         """Append a free-form event (drain, eviction, replacement) as JSON ``data``."""
 
     @abstractmethod
-    def current_results(self, node=None, stage=None):
+    def current_results(self, node: Optional[str] = None, stage: Optional[str] = None) -> List[CheckResult]:
         """Latest :class:`CheckResult` per (node, stage, check), filtered."""
 
     @abstractmethod
-    def history(self, node, stage=None, check=None):
+    def history(self, node: str, stage: Optional[str] = None, check: Optional[str] = None) -> List[CheckResult]:
         """Every recorded result for ``node`` (oldest first)."""
 
     @abstractmethod
-    def current_gates(self, node=None):
+    def current_gates(self, node: Optional[str] = None) -> Dict[str, Dict[str, GateVerdict]]:
         """``{node: {stage: GateVerdict}}``: the latest gate per node and stage."""
 
     @abstractmethod
-    def waivers(self, node, stage):
+    def waivers(self, node: str, stage: str) -> List[str]:
         """Check names waived for ``node`` at ``stage``."""
 
     @abstractmethod
-    def events(self, node=None, kind=None):
+    def events(self, node: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
         """Events as dicts ``{node, kind, data, recorded_at}`` (oldest first)."""
 
-    def node_position(self, node):
+    def node_position(self, node: str) -> Tuple[Optional[str], Optional[str]]:
         """``(stage, gate_status)`` of the node's furthest gated stage, or ``(None, None)``."""
         gates = self.current_gates(node).get(node, {})
         for stage in reversed(STAGES):
@@ -83,7 +84,7 @@ class Ledger(ABC):
                 return stage, gates[stage].status
         return None, None
 
-    def close(self):
+    def close(self) -> None:
         """Release resources."""
 
 
@@ -118,11 +119,11 @@ _MIGRATIONS = [
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
-def _dumps(value):
+def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _loads(text):
+def _loads(text: Optional[str]) -> Any:
     return json.loads(text) if text not in (None, "") else None
 
 
@@ -134,7 +135,9 @@ class SQLiteLedger(Ledger):
     (``busy_timeout``) instead of failing, and a batch is never half-written.
     """
 
-    def __init__(self, path, timeout_s=60.0):
+    _db: sqlite3.Connection
+
+    def __init__(self, path: str, timeout_s: float = 60.0) -> None:
         self.path = path
         directory = os.path.dirname(os.path.abspath(path))
         deadline = time.monotonic() + timeout_s
@@ -161,15 +164,16 @@ class SQLiteLedger(Ledger):
                 self._close_quietly()
                 raise LedgerError("cannot open ledger: %s" % exc, where=path)
 
-    def _close_quietly(self):
-        db, self._db = getattr(self, "_db", None), None
+    def _close_quietly(self) -> None:
+        # closing a sqlite3 connection twice is harmless: a retry simply replaces it
+        db = getattr(self, "_db", None)
         if db is not None:
             try:
                 db.close()
             except sqlite3.Error:
                 pass
 
-    def _migrate(self):
+    def _migrate(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -186,7 +190,7 @@ class SQLiteLedger(Ledger):
             self._db.execute("ROLLBACK")
             raise
 
-    def _write(self, sql, rows):
+    def _write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -198,7 +202,7 @@ class SQLiteLedger(Ledger):
         except sqlite3.Error as exc:
             raise LedgerError("write failed: %s" % exc, where=self.path)
 
-    def record_results(self, results):
+    def record_results(self, results: Sequence[CheckResult]) -> None:
         now = time.time()
         rows = [(r.run_id, r.node, r.stage, r.check, r.status, r.reason, _dumps(r.expected),
                  _dumps(r.observed), r.remediation, _dumps(r.evidence), r.started, r.finished, now)
@@ -207,30 +211,30 @@ class SQLiteLedger(Ledger):
                     " remediation, evidence, started, finished, recorded_at)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
-    def record_gate(self, verdict, run_id):
+    def record_gate(self, verdict: GateVerdict, run_id: str) -> None:
         self._write("INSERT INTO gates (run_id, node, stage, status, reason, failing, waived, recorded_at)"
                     " VALUES (?,?,?,?,?,?,?,?)",
                     [(run_id, verdict.node, verdict.stage, verdict.status, verdict.reason,
                       _dumps(verdict.failing), _dumps(verdict.waived), time.time())])
 
-    def record_waiver(self, node, stage, check, who, why):
+    def record_waiver(self, node: str, stage: str, check: str, who: str, why: str) -> None:
         if not who or not why:
             raise LedgerError("a waiver needs who and why", where="%s/%s/%s" % (node, stage, check))
         self._write("INSERT INTO waivers (node, stage, check_name, who, why, recorded_at) VALUES (?,?,?,?,?,?)",
                     [(node, stage, check, who, why, time.time())])
 
-    def record_event(self, node, kind, data):
+    def record_event(self, node: Optional[str], kind: str, data: Any) -> None:
         self._write("INSERT INTO events (node, kind, data, recorded_at) VALUES (?,?,?,?)",
                     [(node, kind, _dumps(data), time.time())])
 
-    def _query(self, sql, params=()):
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> List[Any]:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise LedgerError("read failed: %s" % exc, where=self.path)
 
     @staticmethod
-    def _row_to_result(row):
+    def _row_to_result(row: Sequence[Any]) -> CheckResult:
         (run_id, node, stage, check, status, reason, expected, observed, remediation, evidence,
          started, finished) = row
         return CheckResult(node=node, stage=stage, check=check, status=status, reason=reason or "",
@@ -241,8 +245,9 @@ class SQLiteLedger(Ledger):
     _RESULT_COLUMNS = ("run_id, node, stage, check_name, status, reason, expected, observed, remediation,"
                        " evidence, started, finished")
 
-    def current_results(self, node=None, stage=None):
-        where, params = [], []
+    def current_results(self, node: Optional[str] = None, stage: Optional[str] = None) -> List[CheckResult]:
+        where: List[str] = []
+        params: List[Any] = []
         if node is not None:
             where.append("node = ?")
             params.append(node)
@@ -254,9 +259,9 @@ class SQLiteLedger(Ledger):
                " GROUP BY node, stage, check_name) ORDER BY id" % (self._RESULT_COLUMNS, cond))
         return [self._row_to_result(r) for r in self._query(sql, params)]
 
-    def history(self, node, stage=None, check=None):
+    def history(self, node: str, stage: Optional[str] = None, check: Optional[str] = None) -> List[CheckResult]:
         sql = "SELECT %s FROM results WHERE node = ?" % self._RESULT_COLUMNS
-        params = [node]
+        params: List[Any] = [node]
         if stage is not None:
             sql += " AND stage = ?"
             params.append(stage)
@@ -265,24 +270,25 @@ class SQLiteLedger(Ledger):
             params.append(check)
         return [self._row_to_result(r) for r in self._query(sql + " ORDER BY id", params)]
 
-    def current_gates(self, node=None):
+    def current_gates(self, node: Optional[str] = None) -> Dict[str, Dict[str, GateVerdict]]:
         cond, params = "", []
         if node is not None:
             cond, params = "WHERE node = ?", [node]
         rows = self._query("SELECT node, stage, status, reason, failing, waived FROM gates WHERE id IN"
                            " (SELECT MAX(id) FROM gates %s GROUP BY node, stage) ORDER BY id" % cond, params)
-        out = {}
+        out: Dict[str, Dict[str, GateVerdict]] = {}
         for node_, stage, status, reason, failing, waived in rows:
             out.setdefault(node_, {})[stage] = GateVerdict(node_, stage, status, reason or "",
                                                            _loads(failing) or [], _loads(waived) or [])
         return out
 
-    def waivers(self, node, stage):
+    def waivers(self, node: str, stage: str) -> List[str]:
         rows = self._query("SELECT DISTINCT check_name FROM waivers WHERE node = ? AND stage = ?", (node, stage))
         return [r[0] for r in rows]
 
-    def events(self, node=None, kind=None):
-        sql, params = "SELECT node, kind, data, recorded_at FROM events WHERE 1=1", []
+    def events(self, node: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
+        sql = "SELECT node, kind, data, recorded_at FROM events WHERE 1=1"
+        params: List[Any] = []
         if node is not None:
             sql += " AND node = ?"
             params.append(node)
@@ -292,11 +298,11 @@ class SQLiteLedger(Ledger):
         return [{"node": n, "kind": k, "data": _loads(d), "recorded_at": t}
                 for n, k, d, t in self._query(sql + " ORDER BY id", params)]
 
-    def close(self):
+    def close(self) -> None:
         self._db.close()
 
 
-def open_ledger(location=None):
+def open_ledger(location: Optional[str] = None) -> Ledger:
     """Open the ledger named by ``location``.
 
     ``location``: a file path or ``sqlite:///path``; ``postgresql://...`` is

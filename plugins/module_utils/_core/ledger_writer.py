@@ -46,7 +46,7 @@ class ThreadLedger(Ledger):
     def record_waiver(self, node: str, stage: str, check: str, who: str, why: str) -> Any:
         return self._get().record_waiver(node, stage, check, who, why)
 
-    def record_event(self, node: str, kind: str, data: Any) -> Any:
+    def record_event(self, node: Optional[str], kind: str, data: Any) -> Any:
         return self._get().record_event(node, kind, data)
 
     def current_results(self, node: Optional[str] = None, stage: Optional[str] = None) -> Any:

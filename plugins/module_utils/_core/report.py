@@ -1,37 +1,32 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The handoff report: one self-contained HTML file, with JSON and JUnit XML beside it.
+"""The handoff report's data: read from the ledger, as JSON and JUnit XML, and the dispatch rows.
 
 Everything is read from the ledger (results, gates, events) and the evidence
-files the ledger points at; nothing is recomputed.  Charts are plotly figures
-with plotly.js inlined once, so the file opens with no network access.
+files the ledger points at; nothing is recomputed.  The HTML page drawn from the
+same data is :mod:`.report_html`; :func:`write_report` writes all three files.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import time
 import xml.etree.ElementTree as ET
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from .gate import STAGES
+from .gate import STAGES, CheckResult, GateVerdict
+from .ledger import Ledger
+from .report_html import render_html
 # write_dispatch_latest: the handoff_report module writes the list beside the report through this module
-from .dispatch import ReportError, dispatch_list, write_dispatch_latest  # noqa: F401  pylint: disable=unused-import
-
-try:
-    import plotly.graph_objects as go
-    import plotly.offline
-    HAS_PLOTLY = True
-except ImportError:
-    HAS_PLOTLY = False
+from .dispatch import dispatch_list, write_dispatch_latest  # noqa: F401  pylint: disable=unused-import
+from .errors import ReportError
 
 REPORT_FILES = {"html": "index.html", "json": "report.json", "junit": "junit.xml"}
-STATUS_COLOURS = {"pass": "#1b7f3b", "fail": "#c62828", "blocked": "#ef6c00", "not_run": "#78909c"}
 
 
-def _load_evidence(path):
+def _load_evidence(path: str) -> Any:
     """Read a JSON evidence file; ``None`` when absent (evidence may live on another controller)."""
     try:
         with open(path, "r", encoding="utf-8") as handle:
@@ -40,7 +35,7 @@ def _load_evidence(path):
         return None
 
 
-def collect(ledger, nodes=None):
+def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Build the report's data from the ledger.
 
     ``nodes``: ``{hostname: twin node dict}`` (site, rack, u, serial, sku, spare)
@@ -58,7 +53,8 @@ def collect(ledger, nodes=None):
     for node in gates:
         nodes.setdefault(node, {"hostname": node})
 
-    matrix, checks_by_stage = {}, {s: [] for s in STAGES}
+    matrix: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    checks_by_stage: Dict[str, List[str]] = {s: [] for s in STAGES}
     for res in results:
         verdict = gates.get(res.node, {}).get(res.stage)
         # A check that did not pass under an open gate did not gate it: waived, or optional in the profile
@@ -104,12 +100,14 @@ def collect(ledger, nodes=None):
                                  "before": changed.get(res.check, res.observed), "after": res.observed,
                                  "changed": res.check in changed, "expected": res.expected, "reason": res.reason})
 
-    summary = {"nodes": len(rows), "by_gate": {}, "handed_off": 0}
+    by_gate: Dict[str, int] = {}
+    handed_off = 0
     for row in rows:
         key = "%s:%s" % (row["last_stage"], row["gate"]) if row["last_stage"] else "none"
-        summary["by_gate"][key] = summary["by_gate"].get(key, 0) + 1
+        by_gate[key] = by_gate.get(key, 0) + 1
         if row["last_stage"] == "cluster_validation" and row["gate"] == "pass":
-            summary["handed_off"] += 1
+            handed_off += 1
+    summary = {"nodes": len(rows), "by_gate": by_gate, "handed_off": handed_off}
 
     return {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -124,7 +122,7 @@ def collect(ledger, nodes=None):
     }
 
 
-def _chart_series(results):
+def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:
     """Series for the charts, from what the stages recorded (their result ``observed`` and ``evidence``).
 
     - burn-in power/temperature traces: evidence ``samples`` (list of ``{t_s, gpu, power_w, temp_c}``) or
@@ -135,7 +133,12 @@ def _chart_series(results):
     - MFU per run: evidence ``mfu`` (``{mfu_pct, convention, scale_nodes, precision}``);
     - telemetry outliers: evidence ``outliers`` (``{node, gpu, metric, value, peer_median, reason}``).
     """
-    series = {"traces": [], "storage": {}, "pairs": {}, "nccl": [], "mfu": [], "outliers": []}
+    traces: List[Dict[str, Any]] = []
+    storage: Dict[str, Dict[str, Any]] = {}
+    pairs: Dict[Any, Dict[str, Any]] = {}
+    nccl: List[Dict[str, Any]] = []
+    mfu: List[Dict[str, Any]] = []
+    outliers: List[Dict[str, Any]] = []
     fio_keys = {"fio_seq_read": ("read", "bw_mbps", "seq read (MB/s)"),
                 "fio_seq_write": ("write", "bw_mbps", "seq write (MB/s)"),
                 "fio_randread_4k": ("read", "iops", "4 KiB random read (IOPS)")}
@@ -145,34 +148,33 @@ def _chart_series(results):
         if samples is None and ev.get("samples_file"):
             samples = _load_evidence(ev["samples_file"])
         if isinstance(samples, list) and samples:
-            series["traces"].append({"node": res.node, "check": res.check, "samples": samples})
+            traces.append({"node": res.node, "check": res.check, "samples": samples})
         if res.check in fio_keys and isinstance(res.observed, dict):
             direction, key, label = fio_keys[res.check]
             value = (res.observed.get(direction) or {}).get(key)
             if value is not None:
-                series["storage"].setdefault(label, {})[res.node] = value
+                storage.setdefault(label, {})[res.node] = value
         for pair in ev.get("pairs") or []:
-            series["pairs"][tuple(sorted((pair["a"], pair["b"])))] = pair
+            pairs[tuple(sorted((pair["a"], pair["b"])))] = pair
         if isinstance(ev.get("curve"), list) and ev["curve"]:
-            series["nccl"].append({"node": res.node, "check": res.check, "curve": ev["curve"],
-                                   "nodes": ev.get("nodes")})
+            nccl.append({"node": res.node, "check": res.check, "curve": ev["curve"], "nodes": ev.get("nodes")})
         if isinstance(ev.get("mfu"), dict) and res.node:
-            series["mfu"].append(dict(ev["mfu"], node=res.node, check=res.check, run_id=res.run_id))
+            mfu.append(dict(ev["mfu"], node=res.node, check=res.check, run_id=res.run_id))
         for outlier in ev.get("outliers") or []:
             if isinstance(outlier, dict):
-                series["outliers"].append(dict(outlier, run_id=res.run_id))
-    series["pairs"] = list(series["pairs"].values())
-    return series
+                outliers.append(dict(outlier, run_id=res.run_id))
+    return {"traces": traces, "storage": storage, "pairs": list(pairs.values()), "nccl": nccl, "mfu": mfu,
+            "outliers": outliers}
 
 
-def render_junit(data):
+def render_junit(data: Dict[str, Any]) -> str:
     """JUnit XML: one testsuite per stage, one testcase per node and check.
 
     ``fail`` -> ``<failure>``, ``blocked``/``not_run`` -> ``<skipped>`` with the reason (and, for a result
     that did not close its gate, ``(optional: did not gate)`` or ``(waived: did not gate)``).
     """
     root = ET.Element("testsuites", name="symphony.cluster")
-    suites = {}
+    suites: Dict[str, ET.Element] = {}
     for host, stages in sorted(data["matrix"].items()):
         for stage, checks in stages.items():
             suite = suites.get(stage)
@@ -194,173 +196,7 @@ def render_junit(data):
     return ET.tostring(root, encoding="unicode")
 
 
-def _figures(data):
-    """``[(section, plotly Figure)]`` for every chart the data can fill; a chart with no data is left out."""
-    charts, figs = data["charts"], []
-    for trace in charts["traces"][:12]:
-        fig = go.Figure()
-        by_gpu = {}
-        for sample in trace["samples"]:
-            by_gpu.setdefault(sample.get("gpu", 0), []).append(sample)
-        for gpu, samples in sorted(by_gpu.items()):
-            times = [x.get("t_s") for x in samples]
-            fig.add_trace(go.Scatter(x=times, y=[x.get("power_w") for x in samples], name="GPU%s power (W)" % gpu))
-            fig.add_trace(go.Scatter(x=times, y=[x.get("temp_c") for x in samples], name="GPU%s temp (°C)" % gpu,
-                                     yaxis="y2"))
-        fig.update_layout(title="%s %s: power and temperature" % (trace["node"], trace["check"]),
-                          xaxis_title="s", yaxis_title="W", yaxis2={"title": "°C", "overlaying": "y", "side": "right"})
-        figs.append(("burn-in: power tier", fig))
-    for label, by_node in sorted(charts["storage"].items()):
-        nodes = sorted(by_node)
-        fig = go.Figure(go.Bar(x=nodes, y=[by_node[n] for n in nodes], name=label))
-        fig.update_layout(title="Burn-in storage (fio): %s" % label)
-        figs.append(("burn-in: storage", fig))
-    if charts["pairs"]:
-        names = sorted({p["a"] for p in charts["pairs"]} | {p["b"] for p in charts["pairs"]})
-        index = {n: i for i, n in enumerate(names)}
-        z = [[None] * len(names) for _row in names]
-        text = [[""] * len(names) for _row in names]
-        for pair in charts["pairs"]:
-            i, j = index[pair["a"]], index[pair["b"]]
-            z[i][j] = z[j][i] = pair.get("value")
-            text[i][j] = text[j][i] = pair.get("status", "")
-        unit = charts["pairs"][0].get("unit") or ""
-        fig = go.Figure(go.Heatmap(z=z, x=names, y=names, text=text, colorbar={"title": unit},
-                                   hovertemplate="%{y} - %{x}: %{z} " + unit + " (%{text})<extra></extra>"))
-        fig.update_layout(title="Fabric pair matrix (%s per pair)" % unit)
-        figs.append(("burn-in: fabric", fig))
-    for curve in charts["nccl"][:6]:
-        points = curve["curve"]
-        fig = go.Figure(go.Scatter(x=[p["size_bytes"] for p in points], y=[p["busbw_gbps"] for p in points],
-                                   mode="lines+markers", name="busbw"))
-        fig.update_layout(title="NCCL busbw: %s (%s nodes)" % (curve["check"], curve.get("nodes") or "?"),
-                          xaxis={"type": "log", "title": "message size (B)"}, yaxis_title="busbw (GB/s)")
-        figs.append(("cluster validation: NCCL", fig))
-    runs = {}
-    for mfu in charts["mfu"]:
-        runs[(mfu["run_id"], mfu.get("scale_nodes"), mfu.get("precision"))] = mfu
-    if runs:
-        keys = sorted(runs)
-        fig = go.Figure(go.Bar(x=["%s<br>%s nodes %s" % (k[0], k[1], k[2]) for k in keys],
-                               y=[runs[k].get("mfu_pct") for k in keys],
-                               text=[runs[k].get("convention") for k in keys]))
-        fig.update_layout(title="MFU per run (%, FLOPs convention on the bar)", yaxis_title="MFU %")
-        figs.append(("cluster validation: MFU", fig))
-    if charts["outliers"]:
-        labels = ["%s GPU%s (%s)" % (o["node"], o.get("gpu"), o.get("run_id", "")) for o in charts["outliers"]]
-        fig = go.Figure([go.Bar(x=labels, y=[o.get("value") for o in charts["outliers"]], name="outlier",
-                                marker_color="#c62828"),
-                         go.Bar(x=labels, y=[o.get("peer_median") for o in charts["outliers"]], name="peer median",
-                                marker_color="#1565c0")])
-        fig.update_layout(title="Telemetry outliers vs their peers (°C)", barmode="group", yaxis_title="°C")
-        figs.append(("cluster validation: telemetry", fig))
-    return figs
-
-
-def _table(headers, rows):
-    out = ["<table><thead><tr>%s</tr></thead><tbody>" % "".join("<th>%s</th>" % html.escape(h) for h in headers)]
-    for row in rows:
-        out.append("<tr>%s</tr>" % "".join(cell if cell.startswith("<td") else "<td>%s</td>" % cell for cell in row))
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def _status_cell(status, reason="", note=""):
-    colour = STATUS_COLOURS.get(status, "#fff")
-    text = html.escape(status or "—") + ("<br><small>%s</small>" % html.escape(note) if note else "")
-    # a result that did not gate is drawn faded, so the eye goes to what closed a gate
-    fade = ";opacity:.55" if note else ""
-    return '<td class="st" style="background:%s%s" title="%s">%s</td>' % (
-        colour, fade, html.escape(reason or ""), text)
-
-
-def _matrix_cell(cell):
-    return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
-
-
-def plain(value):
-    """A recorded value as a table cell reads it: ``{"BMC": "11.01.01"}`` -> ``BMC: 11.01.01``,
-    ``["01.01.10"]`` -> ``01.01.10``, ``None`` -> ``""`` (nested values recurse)."""
-    if value is None:
-        return ""
-    if isinstance(value, dict):
-        return "; ".join("%s: %s" % (key, plain(item)) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return ", ".join(plain(item) for item in value)
-    return str(value)
-
-
-def _event_line(data):
-    """One line for an event: its reason when it has one, else its scalar fields."""
-    data = data or {}
-    if data.get("reason"):
-        return str(data["reason"])
-    if data.get("replaces"):
-        return "replaces %s (attempt %s)" % (data["replaces"], data.get("attempt", "?"))
-    if data.get("link"):
-        return "link %s: %s" % (data["link"], data.get("verdict", "?"))
-    return plain({k: v for k, v in data.items() if not isinstance(v, (dict, list))})
-
-
-def render_html(data, title="symphony.cluster handoff report"):
-    """One self-contained HTML page (plotly.js inlined); raises :class:`ReportError` without plotly."""
-    if not HAS_PLOTLY:
-        raise ReportError("the plotly Python library is required for the HTML report", where="report")
-    esc = html.escape
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>%s</title>" % esc(title),
-             "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}td.st{color:#fff;text-align:center}"
-             "td:first-child{white-space:nowrap}table{display:block;overflow-x:auto;max-width:100%}"
-             ".cards span{display:inline-block;margin:0 1em 1em 0;padding:.6em 1em;background:#eceff1}</style>",
-             "<script>%s</script></head><body>" % plotly.offline.get_plotlyjs(),
-             "<h1>%s</h1><p>generated %s</p>" % (esc(title), esc(data["generated"]))]
-    summary = data["summary"]
-    parts.append("<h2 id='summary'>Fleet summary</h2><div class='cards'><span>%d nodes</span>"
-                 "<span>%d handed off</span>%s</div>" % (
-                     summary["nodes"], summary["handed_off"],
-                     "".join("<span>%s: %d</span>" % (esc(k.replace(":", " ")), v)
-                             for k, v in sorted(summary["by_gate"].items()))))
-    parts.append(_table(["node", "site", "rack", "U", "serial", "last stage", "gate", "reason"], [
-        [esc(r["hostname"]), esc(str(r["site"] or "")), esc(str(r["rack"] or "")), esc(str(r["u"] or "")),
-         esc(str(r["serial"] or "")), esc(r["last_stage"] or "—"), _status_cell(r["gate"], r["reason"]),
-         esc(r["reason"] or "")] for r in data["nodes"]]))
-    parts.append("<h2 id='matrix'>Gate matrix (stage × check)</h2>")
-    for stage, checks in data["checks_by_stage"].items():
-        parts.append("<h3>%s</h3>" % esc(stage))
-        parts.append(_table(["node"] + checks, [
-            [esc(r["hostname"])] + [
-                _matrix_cell(data["matrix"].get(r["hostname"], {}).get(stage, {}).get(c, {})) for c in checks]
-            for r in data["nodes"] if stage in data["matrix"].get(r["hostname"], {})]))
-    parts.append("<h2 id='dispatch'>Dispatch list</h2>")
-    parts.append(_table(["site", "rack", "U", "node", "serial", "stage", "check", "reason", "remediation"], [
-        [esc(str(d[k] if d[k] is not None else "")) for k in
-         ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")]
-        for d in data["dispatch"]]) if data["dispatch"] else "<p>nothing to dispatch</p>")
-    parts.append("<h2 id='firmware'>Firmware before / after</h2>")
-    shown = [f for f in data["firmware"] if f["changed"] or f["status"] != "pass"]
-    parts.append("<p>%d components checked on %d nodes; %d updated or not passing are listed.</p>" % (
-        len(data["firmware"]), len({f["hostname"] for f in data["firmware"]}), len(shown)))
-    parts.append(_table(["node", "component", "status", "before", "after", "expected"], [
-        [esc(f["hostname"]), esc(f["check"]), _status_cell(f["status"], f["reason"]),
-         esc(plain(f["before"])), esc(plain(f["after"])), esc(plain(f["expected"]))]
-        for f in shown]) if shown else "<p>no firmware was changed</p>")
-    parts.append("<h2 id='charts'>Evidence</h2>")
-    for section, fig in _figures(data):
-        parts.append("<h3>%s</h3>" % esc(section))
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=False))
-    if data["events"]:
-        parts.append("<h2 id='events'>Actions taken</h2>")
-        # The event's own reason reads as a sentence; the full record stays one click away.
-        parts.append(_table(["node", "event", "details"], [
-            [esc(str(e["node"] or "")), esc(e["kind"]),
-             "%s<details><summary>record</summary><pre>%s</pre></details>" % (
-                 esc(_event_line(e["data"])), esc(json.dumps(e["data"], ensure_ascii=False, indent=1)))]
-            for e in data["events"]]))
-    parts.append("</body></html>")
-    return "".join(parts)
-
-
-def write_report(ledger, out_dir, nodes=None):
+def write_report(ledger: Ledger, out_dir: str, nodes: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Write ``index.html``, ``report.json`` and ``junit.xml`` into ``out_dir``.
 
     Returns ``{"paths": {"html", "json", "junit"}, "summary": {...}}``.

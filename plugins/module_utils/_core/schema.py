@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+
+from .errors import SymphonyError
 
 try:
     import jsonschema
@@ -25,7 +28,7 @@ try:
     import yaml
     HAS_YAML = True
     # libyaml's loader is ~10x faster on 10,000-node twins; same safe semantics.
-    _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 except ImportError:
     HAS_YAML = False
 
@@ -40,7 +43,7 @@ if HAS_YAML:
         point of a merge), only the mapping's own keys must differ.
         """
 
-        def construct_mapping(self, node, deep=False):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Dict[Any, Any]:
             own, merged = None, False
             if isinstance(node, yaml.MappingNode):
                 own = [pair[0] for pair in node.value if pair[0].tag != _MERGE_TAG]
@@ -49,7 +52,7 @@ if HAS_YAML:
             # fast path (every mapping of a 10,000-node twin): no merge and as many keys as entries
             if own is None or (not merged and len(mapping) == len(own)):
                 return mapping
-            first = {}
+            first: Dict[Any, Any] = {}
             for key_node in own:
                 key = self.construct_object(key_node, deep=deep)  # memoised by PyYAML: no second construction
                 if key in first:
@@ -65,14 +68,14 @@ class _DuplicateJSONKey(ValueError):
     """A JSON object repeats a key: the YAML loader then reports it with its line."""
 
 
-def _unique_pairs(pairs):
+def _unique_pairs(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
     mapping = dict(pairs)
     if len(mapping) != len(pairs):
         raise _DuplicateJSONKey()
     return mapping
 
 
-def json_path(path_items, data=None, label_key=None):
+def json_path(path_items: Sequence[Union[str, int]], data: Any = None, label_key: Optional[str] = None) -> str:
     """``['nodes', 3, 'bmc_mac'] -> '$.nodes[3].bmc_mac'``.
 
     With ``data`` and ``label_key``, a mapping along the path that holds a string ``label_key`` is named
@@ -93,10 +96,10 @@ def json_path(path_items, data=None, label_key=None):
     return out
 
 
-_FAST = {}
+_FAST: Dict[str, Optional[Callable[[Any], Any]]] = {}
 
 
-def _fast_validator(schema):
+def _fast_validator(schema: Dict[str, Any]) -> Optional[Callable[[Any], Any]]:
     """A compiled fastjsonschema validator for ``schema`` (cached by its ``$id``/title), or None.
 
     The collection's schemas use only keywords whose meaning is the same in draft-07, which fastjsonschema
@@ -118,7 +121,8 @@ def _fast_validator(schema):
     return _FAST[key]
 
 
-def validate_document(data, schema, where, error_class, label_key=None):
+def validate_document(data: Any, schema: Dict[str, Any], where: str, error_class: Type[SymphonyError],
+                      label_key: Optional[str] = None) -> None:
     """Validate ``data`` against ``schema``; raise ``error_class`` naming ``where`` and the JSON path.
 
     The error chosen is jsonschema's ``best_match`` so the message is the most
@@ -140,12 +144,12 @@ def validate_document(data, schema, where, error_class, label_key=None):
         raise error_class("%s: %s" % (json_path(error.absolute_path, data, label_key), error.message), where=where)
 
 
-def _at(mark):
+def _at(mark: Any) -> str:
     # PyYAML's marks count from 0; editors from 1
     return " at line %d column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
 
 
-def _yaml_problem(exc, text):
+def _yaml_problem(exc: Exception, text: str) -> str:
     """`` at line 8 column 11: did not find expected '-' indicator (while parsing ... at line 7 column 11)``."""
     if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
         # a control character: no mark, only an offset (in UTF-8 bytes for libyaml, characters for PyYAML)
@@ -163,7 +167,7 @@ def _yaml_problem(exc, text):
     return out
 
 
-def load_yaml_file(path, error_class):
+def load_yaml_file(path: str, error_class: Type[SymphonyError]) -> Dict[str, Any]:
     """Parse a YAML file with the safe loader; a missing or malformed file raises ``error_class``.
 
     The error names the file, the line and column, and (for a key given twice in one mapping, which PyYAML

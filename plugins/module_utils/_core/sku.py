@@ -13,6 +13,7 @@ can validate on the controller; ``schemas/sku.schema.json`` is generated from it
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, List
 
 from .errors import ManifestError
 from .schema import validate_document, load_yaml_file
@@ -38,7 +39,7 @@ _PCIE = {
 _SOURCES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}}
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean"]}}
 
-SKU_SCHEMA = {
+SKU_SCHEMA: Dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://symphony.cluster/schemas/sku.schema.json",
     "title": "symphony.cluster SKU manifest",
@@ -255,7 +256,7 @@ SKU_SCHEMA = {
 }
 
 
-def validate_manifest(data, where):
+def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
     """Validate one manifest document against :data:`SKU_SCHEMA` and cross-field rules.
 
     Raises :class:`ManifestError` naming ``where`` and the JSON path of the first error.
@@ -278,20 +279,20 @@ def validate_manifest(data, where):
     return data
 
 
-def load_manifest(path):
+def load_manifest(path: str) -> Dict[str, Any]:
     """Load and validate one SKU manifest file; returns the manifest dict."""
     data = load_yaml_file(path, ManifestError)
     return validate_manifest(data, path)
 
 
-def load_skus(directory):
+def load_skus(directory: str) -> Dict[str, Dict[str, Any]]:
     """Load every ``*.yml``/``*.yaml`` manifest in ``directory``: ``{sku: manifest}``.
 
     Raises :class:`ManifestError` when a file is invalid, or two files declare one SKU.
     """
     if not os.path.isdir(directory):
         raise ManifestError("SKU directory not found", where=directory)
-    skus = {}
+    skus: Dict[str, Dict[str, Any]] = {}
     for name in sorted(os.listdir(directory)):
         if not name.endswith((".yml", ".yaml")):
             continue
@@ -303,6 +304,6 @@ def load_skus(directory):
     return skus
 
 
-def required_optional_checks(manifest, stage, profile="production"):
+def required_optional_checks(manifest: Dict[str, Any], stage: str, profile: str = "production") -> List[str]:
     """Names of checks of ``stage`` that the gate does not require for this SKU and profile."""
     return list(manifest.get("gates", {}).get(profile, {}).get(stage, {}).get("optional", []))

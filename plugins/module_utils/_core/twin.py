@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .errors import TwinError
 from .schema import (
@@ -32,7 +33,7 @@ except ImportError:
 
 _NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
 
-TWIN_SCHEMA = {
+TWIN_SCHEMA: Dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "symphony.cluster digital twin",
     "type": "object",
@@ -102,19 +103,20 @@ TWIN_SCHEMA = {
 class Twin:
     """A validated twin.  ``nodes`` maps hostname to a flat node dict."""
 
-    def __init__(self, path, nodes, sites, sku_dir):
+    def __init__(self, path: str, nodes: Dict[str, Dict[str, Any]], sites: Dict[str, Dict[str, Any]],
+                 sku_dir: Optional[str]) -> None:
         self.path = path
         self.nodes = nodes
         self.sites = sites
         self.sku_dir = sku_dir
 
-    def spares(self):
+    def spares(self) -> List[str]:
         """Hostnames of the spare pool, in twin order."""
         return [h for h, n in self.nodes.items() if n["spare"]]
 
-    def links(self):
+    def links(self) -> Dict[str, Dict[str, Any]]:
         """Fabric links keyed ``"<leaf>:<port>"`` -> ``{"node", "rail", "nic"}``."""
-        out = {}
+        out: Dict[str, Dict[str, Any]] = {}
         for host, node in self.nodes.items():
             for link in node["fabric"]:
                 out["%s:%s" % (link["leaf"], link["port"])] = {"node": host, "rail": link["rail"],
@@ -125,7 +127,7 @@ class Twin:
 _CANONICAL_MAC = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
 
 
-def _mac(value, where):
+def _mac(value: Any, where: str) -> str:
     if isinstance(value, str) and _CANONICAL_MAC.fullmatch(value):
         return value  # already what netaddr's mac_unix_expanded prints (the common case, 10x faster)
     try:
@@ -134,7 +136,7 @@ def _mac(value, where):
         raise TwinError("malformed MAC address %r" % value, where=where)
 
 
-def planned_bmc_address(subnet, first_host, u):
+def planned_bmc_address(subnet: Any, first_host: int, u: int) -> str:
     """Planned BMC address for U position ``u`` in ``subnet`` (str or IPNetwork), e.g. ``'10.10.1.12'``.
 
     ``network + first_host + u``; raises :class:`TwinError` when that falls outside
@@ -147,7 +149,7 @@ def planned_bmc_address(subnet, first_host, u):
     return str(net[index])
 
 
-def validate_twin(data, path, known_skus=None):
+def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable[str]] = None) -> Twin:
     """Validate a parsed twin document and return a :class:`Twin`.
 
     ``known_skus``: iterable of SKU names, or None to skip the SKU check.
@@ -159,9 +161,13 @@ def validate_twin(data, path, known_skus=None):
     if not HAS_NETADDR:
         raise TwinError("the netaddr Python library is required", where=path)
     validate_document(data, TWIN_SCHEMA, path, TwinError, label_key="hostname")
-    known_skus = set(known_skus) if known_skus is not None else None
-    nodes, seen = {}, {"serial": {}, "bmc_mac": {}, "bmc_address": {}, "inband_address": {}}
-    sites, site_paths, rack_paths, ports = {}, {}, {}, {}
+    skus = set(known_skus) if known_skus is not None else None
+    nodes: Dict[str, Dict[str, Any]] = {}
+    seen: Dict[str, Dict[str, str]] = {"serial": {}, "bmc_mac": {}, "bmc_address": {}, "inband_address": {}}
+    sites: Dict[str, Dict[str, Any]] = {}
+    site_paths: Dict[str, str] = {}
+    rack_paths: Dict[str, str] = {}
+    ports: Dict[str, Tuple[str, str]] = {}
     for si, site in enumerate(data["sites"]):
         if site["name"] in site_paths:
             raise TwinError("site name %r is used twice (also at %s)" % (site["name"], site_paths[site["name"]]),
@@ -185,7 +191,7 @@ def validate_twin(data, path, known_skus=None):
                 raise TwinError("%r has host bits set; the network is %s" % (rack["bmc_subnet"], subnet.cidr),
                                 where="%s: %s.bmc_subnet" % (path, rack_path))
             sites[site["name"]]["racks"].append(rack["name"])
-            used_u = {}
+            used_u: Dict[int, str] = {}
             for ni, node in enumerate(rack["nodes"]):
                 npath = "%s.nodes[%d]" % (rack_path, ni)
                 host = node["hostname"]
@@ -196,8 +202,8 @@ def validate_twin(data, path, known_skus=None):
                 if node["u"] in used_u:
                     raise TwinError("U%d already holds %s" % (node["u"], used_u[node["u"]]), where=where)
                 used_u[node["u"]] = host
-                if known_skus is not None and node["sku"] not in known_skus:
-                    raise TwinError("unknown SKU %r (known: %s)" % (node["sku"], ", ".join(sorted(known_skus))),
+                if skus is not None and node["sku"] not in skus:
+                    raise TwinError("unknown SKU %r (known: %s)" % (node["sku"], ", ".join(sorted(skus))),
                                     where=where + ".sku")
                 mac = _mac(node["bmc_mac"], where + ".bmc_mac")
                 if "bmc_address" in node:
@@ -252,7 +258,7 @@ def validate_twin(data, path, known_skus=None):
     return Twin(path, nodes, sites, sku_dir)
 
 
-def load_twin(path, known_skus=None):
+def load_twin(path: Any, known_skus: Optional[Iterable[str]] = None) -> Twin:
     """Read, validate and return the :class:`Twin` in ``path`` (see :func:`validate_twin`).
 
     ``path`` may also be a twin inventory source (``plugin: symphony.cluster.twin``): its inventory options

@@ -210,18 +210,6 @@ def is_drained(state: str) -> bool:
     return any(flag in state.upper() for flag in ("DRAIN", "DOWN"))
 
 
-def read_log(path: str, max_bytes: int = 2_000_000) -> str:
-    """The job's output file (last ``max_bytes``); ``SchedulerError`` naming it when unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - max_bytes))
-            return handle.read().decode("utf-8", "replace")
-    except OSError as exc:
-        raise SchedulerError("cannot read the job's log: %s" % exc.strerror, where=path)
-
-
 def render_template(path: str, context: Mapping[str, Any]) -> str:
     """Render a Jinja2 template (the role's ``sbatch.j2``) outside Ansible, with its ``quote`` filter.
 

@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from .._core.errors import (
@@ -37,11 +38,16 @@ from .._core.errors import (
     ToolNotFoundError,
     ValidationError,
 )
-from .._core.gate import failed, not_run, passed
+from .._core.gate import Outcome, failed, not_run, passed
 from .._core.secrets import scrub
 from .._host.process import CommandTimeoutError, run
 
 DEFAULT_TIMEOUT_S = 1800
+
+Step = Dict[str, Any]  # one in-band step of firmware_reconcile's plan: check, component, kind, method, target, ...
+# What a survey (a read-only query) says of a step: the running versions by device, and the outcome when a run
+# would flash nothing (already accepted, or a device missing); None when there is something to flash.
+Survey = Tuple[Dict[str, Any], Optional[Outcome]]
 
 
 def run_tool(argv, timeout_s=DEFAULT_TIMEOUT_S, secrets=()):
@@ -55,7 +61,7 @@ def run_tool(argv, timeout_s=DEFAULT_TIMEOUT_S, secrets=()):
 
 
 # --------------------------------------------------------------------------- parsers
-def parse_nvfwupd_show_version(text):
+def parse_nvfwupd_show_version(text: str) -> Dict[str, Any]:
     """``show_version`` output (JSON or table) -> ``{AP Name: Sys Version}``.  Raises :class:`ParseError`."""
     text = text.strip()
     if text.startswith("{"):
@@ -82,9 +88,11 @@ def parse_nvfwupd_show_version(text):
     return out
 
 
-def parse_mlxfwmanager_query(text):
+def parse_mlxfwmanager_query(text: str) -> List[Dict[str, Optional[str]]]:
     """``mlxfwmanager --query`` -> ``[{"device", "type", "part_number", "psid", "description", "fw"}]``."""
-    devices, cur, in_versions = [], None, False
+    devices: List[Dict[str, Optional[str]]] = []
+    cur: Optional[Dict[str, Optional[str]]] = None
+    in_versions = False
     for line in text.splitlines():
         m = re.match(r"^\s*Device #\d+:", line)
         if m:
@@ -117,7 +125,7 @@ def parse_mlxfwmanager_query(text):
     return devices
 
 
-def parse_flint_query(text):
+def parse_flint_query(text: str) -> str:
     """``flint -d <dev> query`` -> the running FW version.  Raises :class:`ParseError`."""
     m = re.search(r"^\s*FW Version:\s*(\S+)", text, re.M)
     if not m:
@@ -125,7 +133,7 @@ def parse_flint_query(text):
     return m.group(1)
 
 
-def parse_nvme_list(text):
+def parse_nvme_list(text: str) -> List[Dict[str, str]]:
     """``nvme list -o json`` -> ``[{"device", "model", "firmware"}]`` (nvme-cli 1.x and 2.x shapes)."""
     try:
         doc = json.loads(text or "{}")
@@ -144,7 +152,7 @@ def parse_nvme_list(text):
     return out
 
 
-def parse_nvme_fw_log(text):
+def parse_nvme_fw_log(text: str) -> Dict[str, Any]:
     """``nvme fw-log <dev>`` -> ``{"active_slot": n, "slots": {n: version}, "running": version}``."""
     m = re.search(r"^\s*afi\s*:\s*(0x[0-9a-fA-F]+|\d+)", text, re.M)
     if not m:
@@ -159,7 +167,7 @@ def parse_nvme_fw_log(text):
 
 
 # --------------------------------------------------------------------------- helpers
-def local_image(image_dir, step):
+def local_image(image_dir: Optional[str], step: Step) -> Tuple[str, str]:
     """``(path, sha256)`` of the step's image in ``image_dir``, checked against the manifest.
 
     Raises :class:`ValidationError` when absent or when the sha256 differs (nothing is flashed).
@@ -179,45 +187,65 @@ def local_image(image_dir, step):
     return path, digest.hexdigest()
 
 
-def _all_accepted(versions, step):
+def _all_accepted(versions: Dict[str, Any], step: Step) -> bool:
     return bool(versions) and all(v in step["accepted"] for v in versions.values())
 
 
-def _fmt(versions):
+def _fmt(versions: Dict[str, Any]) -> str:
     return ", ".join("%s=%s" % kv for kv in sorted(versions.items()))
 
 
-def _select_mlx(devices, step):
+def _select_mlx(devices: List[Dict[str, Optional[str]]], step: Step) -> List[Dict[str, Optional[str]]]:
     kind = step.get("kind")
     rx = re.compile(step.get("inband_match") or (r"BlueField.*" if kind == "dpu" else r"ConnectX.*"), re.I)
     return [d for d in devices if rx.fullmatch(d.get("type") or "") or rx.fullmatch(d.get("part_number") or "")]
 
 
 # --------------------------------------------------------------------------- adapters
-def nvfwupd_step(step, image_dir, target=None, timeout_s=DEFAULT_TIMEOUT_S):
-    """GPU/HGX firmware with nvfwupd; ``target``: ``{"ip", "user", "password"}`` of the (host-interface) BMC."""
-    tgt = []
-    secrets = []
-    if target:
-        tgt = ["-t", "ip=%s" % target["ip"], "user=%s" % target.get("user", ""),
-               "password=%s" % target.get("password", "")]
-        secrets = [target.get("password")]
-    rx = re.compile((step.get("match") or {}).get("id") or step.get("inband_match") or ".*")
+def _nvfwupd_args(target: Optional[Dict[str, Any]]) -> Tuple[List[str], List[Any]]:
+    """``(-t ip=.. user=.. password=.., secrets)`` for nvfwupd talking to the (host-interface) BMC ``target``."""
+    if not target:
+        return [], []
+    return (["-t", "ip=%s" % target["ip"], "user=%s" % target.get("user", ""),
+             "password=%s" % target.get("password", "")], [target.get("password")])
 
-    def query():
-        rc, out, err = run_tool(["nvfwupd"] + tgt + ["show_version", "-j"], timeout_s, secrets)
-        if rc != 0:
-            raise ParseError("nvfwupd show_version exited %d: %s" % (rc, (err or out).strip()[:200]), where="nvfwupd")
-        return {k: v for k, v in parse_nvfwupd_show_version(out).items() if rx.fullmatch(k)}
 
-    before = query()
+def _nvfwupd_pattern(step: Step) -> str:
+    return (step.get("match") or {}).get("id") or step.get("inband_match") or ".*"
+
+
+def _nvfwupd_query(step: Step, target: Optional[Dict[str, Any]], timeout_s: float) -> Dict[str, Any]:
+    """``{AP Name: Sys Version}`` of the devices the step matches, read with ``nvfwupd show_version``."""
+    tgt, secrets = _nvfwupd_args(target)
+    rx = re.compile(_nvfwupd_pattern(step))
+    rc, out, err = run_tool(["nvfwupd"] + tgt + ["show_version", "-j"], timeout_s, secrets)
+    if rc != 0:
+        raise ParseError("nvfwupd show_version exited %d: %s" % (rc, (err or out).strip()[:200]), where="nvfwupd")
+    return {k: v for k, v in parse_nvfwupd_show_version(out).items() if rx.fullmatch(k)}
+
+
+def nvfwupd_survey(step: Step, target: Optional[Dict[str, Any]] = None,
+                   timeout_s: float = DEFAULT_TIMEOUT_S) -> Survey:
+    """The running GPU/HGX versions, and the outcome when there is nothing to flash (see :data:`Survey`)."""
+    before = _nvfwupd_query(step, target, timeout_s)
     if not before:
-        return failed("nvfwupd lists no firmware device matching %s" % rx.pattern, "check the GPU baseboard is seen")
+        return before, failed("nvfwupd lists no firmware device matching %s" % _nvfwupd_pattern(step),
+                              "check the GPU baseboard is seen")
     if _all_accepted(before, step):
-        return passed(observed=before, expected=step["accepted"], reason="at accepted version (nvfwupd)")
+        return before, passed(observed=before, expected=step["accepted"], reason="at accepted version (nvfwupd)")
+    return before, None
+
+
+def nvfwupd_step(step: Step, image_dir: Optional[str], target: Optional[Dict[str, Any]] = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> Outcome:
+    """GPU/HGX firmware with nvfwupd; ``target``: ``{"ip", "user", "password"}`` of the (host-interface) BMC."""
+    _before, done = nvfwupd_survey(step, target, timeout_s)
+    if done is not None:
+        return done
     path, digest = local_image(image_dir, step)
+    tgt, secrets = _nvfwupd_args(target)
     rc, out, err = run_tool(["nvfwupd"] + tgt + ["update_fw", "-p", path, "-y"], timeout_s, secrets)
-    after = query()
+    after = _nvfwupd_query(step, target, timeout_s)
     evidence = {"rc": rc, "sha256": digest, "output_tail": (out + err)[-400:]}
     if not _all_accepted(after, step):
         return failed("after nvfwupd update_fw (exit %d) the devices report %s, expected %s"
@@ -227,23 +255,35 @@ def nvfwupd_step(step, image_dir, target=None, timeout_s=DEFAULT_TIMEOUT_S):
                   reason="updated to %s (nvfwupd, %s)" % (step["target"], step.get("activation")))
 
 
-def mlxfwmanager_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, tool="mlxfwmanager"):
-    """ConnectX/BlueField firmware with mlxfwmanager (or flint per device)."""
-    def query():
-        rc, out, err = run_tool(["mlxfwmanager", "--query"], timeout_s)
-        if rc != 0:
-            raise ParseError("mlxfwmanager --query exited %d: %s" % (rc, (err or out).strip()[:200]),
-                             where="mlxfwmanager")
-        return _select_mlx(parse_mlxfwmanager_query(out), step)
+def _mlx_query(step: Step, timeout_s: float) -> Dict[str, Any]:
+    """``{PCI device: running FW}`` of the step's adapters, read with ``mlxfwmanager --query``."""
+    rc, out, err = run_tool(["mlxfwmanager", "--query"], timeout_s)
+    if rc != 0:
+        raise ParseError("mlxfwmanager --query exited %d: %s" % (rc, (err or out).strip()[:200]),
+                         where="mlxfwmanager")
+    # parse_mlxfwmanager_query refuses a block without its device name
+    return {str(d["device"]): d["fw"] for d in _select_mlx(parse_mlxfwmanager_query(out), step)}
 
-    devices = query()
+
+def mlxfwmanager_survey(step: Step, timeout_s: float = DEFAULT_TIMEOUT_S) -> Survey:
+    """The adapters' running versions, and the outcome when there is nothing to flash (see :data:`Survey`)."""
+    before = _mlx_query(step, timeout_s)
     need = (step.get("match") or {}).get("count", 1)
-    before = {d["device"]: d["fw"] for d in devices}
-    if len(devices) < need:
-        return failed("mlxfwmanager sees %d %s devices, the manifest expects %d" % (len(devices), step["kind"], need),
-                      "check the adapters are seated and mst is started", observed=before)
+    if len(before) < need:
+        return before, failed("mlxfwmanager sees %d %s devices, the manifest expects %d"
+                              % (len(before), step["kind"], need),
+                              "check the adapters are seated and mst is started", observed=before)
     if _all_accepted(before, step):
-        return passed(observed=before, expected=step["accepted"], reason="at accepted version (mlxfwmanager)")
+        return before, passed(observed=before, expected=step["accepted"], reason="at accepted version (mlxfwmanager)")
+    return before, None
+
+
+def mlxfwmanager_step(step: Step, image_dir: Optional[str], timeout_s: float = DEFAULT_TIMEOUT_S,
+                      tool: str = "mlxfwmanager") -> Outcome:
+    """ConnectX/BlueField firmware with mlxfwmanager (or flint per device)."""
+    before, done = mlxfwmanager_survey(step, timeout_s)
+    if done is not None:
+        return done
     path, digest = local_image(image_dir, step)
     rcs = {}
     for dev, version in sorted(before.items()):
@@ -260,7 +300,7 @@ def mlxfwmanager_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, tool="mlxfwm
             rc, out, err = run_tool(["flint", "-d", dev, "query"], timeout_s)
             after[dev] = parse_flint_query(out)
     else:
-        after = {d["device"]: d["fw"] for d in query()}
+        after = _mlx_query(step, timeout_s)
     evidence = {"rc": rcs, "sha256": digest}
     if not _all_accepted(after, step):
         return failed("after %s (exit %s) the adapters report %s, expected %s"
@@ -271,8 +311,8 @@ def mlxfwmanager_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, tool="mlxfwm
                   reason="%d adapters at %s (%s)" % (len(after), step["target"], tool))
 
 
-def nvme_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, slot=2, action=3):
-    """NVMe firmware with nvme-cli: fw-download, fw-commit (``action`` 3: activate without reset), fw-log."""
+def nvme_survey(step: Step, timeout_s: float = DEFAULT_TIMEOUT_S) -> Survey:
+    """The drives' running versions (``nvme list``), and the outcome when there is nothing to flash."""
     rc, out, err = run_tool(["nvme", "list", "-o", "json"], timeout_s)
     if rc != 0:
         raise ParseError("nvme list exited %d: %s" % (rc, (err or out).strip()[:200]), where="nvme")
@@ -283,10 +323,19 @@ def nvme_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, slot=2, action=3):
     need = (step.get("match") or {}).get("count", 1)
     before = {d["device"]: d["firmware"] for d in devices}
     if len(devices) < need:
-        return failed("nvme list shows %d drives, the manifest expects %d" % (len(devices), need),
-                      "check the drives are seated", observed=before)
+        return before, failed("nvme list shows %d drives, the manifest expects %d" % (len(devices), need),
+                              "check the drives are seated", observed=before)
     if _all_accepted(before, step):
-        return passed(observed=before, expected=step["accepted"], reason="at accepted version (nvme-cli)")
+        return before, passed(observed=before, expected=step["accepted"], reason="at accepted version (nvme-cli)")
+    return before, None
+
+
+def nvme_step(step: Step, image_dir: Optional[str], timeout_s: float = DEFAULT_TIMEOUT_S, slot: int = 2,
+              action: int = 3) -> Outcome:
+    """NVMe firmware with nvme-cli: fw-download, fw-commit (``action`` 3: activate without reset), fw-log."""
+    before, done = nvme_survey(step, timeout_s)
+    if done is not None:
+        return done
     path, digest = local_image(image_dir, step)
     after, notes = {}, {}
     for dev, version in sorted(before.items()):
@@ -312,35 +361,84 @@ def nvme_step(step, image_dir, timeout_s=DEFAULT_TIMEOUT_S, slot=2, action=3):
                   reason="%d drives run %s (nvme-cli)" % (len(after), step["target"]))
 
 
-ADAPTERS = {"nvfwupd": nvfwupd_step, "mlxfwmanager": mlxfwmanager_step, "nvme_cli": nvme_step}
+ADAPTERS: Dict[str, Callable[..., Outcome]] = {"nvfwupd": nvfwupd_step, "mlxfwmanager": mlxfwmanager_step, "nvme_cli": nvme_step}
 
 
-def run_inband(steps, image_dir, nvfwupd_target=None, timeout_s=DEFAULT_TIMEOUT_S):
-    """Run in-band steps in order; returns ``{check: result dict}`` (``status``, ``reason``, ...).
+def _apply(step: Step, image_dir: Optional[str], nvfwupd_target: Optional[Dict[str, Any]],
+           timeout_s: float) -> Outcome:
+    if step["method"] == "nvfwupd":
+        return nvfwupd_step(step, image_dir, nvfwupd_target, timeout_s)
+    if step["method"] == "flint":
+        return mlxfwmanager_step(step, image_dir, timeout_s, tool="flint")
+    if step["method"] in ADAPTERS:
+        return ADAPTERS[step["method"]](step, image_dir, timeout_s)
+    return failed("method %s is not an in-band method" % step["method"], "fix the manifest")
 
-    A step after a failed one is ``blocked``; an absent tool is ``not_run`` with the reason.
-    """
-    out, stop = {}, None
+
+def _survey(step: Step, nvfwupd_target: Optional[Dict[str, Any]], timeout_s: float) -> Survey:
+    if step["method"] == "nvfwupd":
+        return nvfwupd_survey(step, nvfwupd_target, timeout_s)
+    if step["method"] in ("mlxfwmanager", "flint"):
+        return mlxfwmanager_survey(step, timeout_s)  # flint flashes per device; the query is mlxfwmanager's
+    if step["method"] == "nvme_cli":
+        return nvme_survey(step, timeout_s)
+    return {}, failed("method %s is not an in-band method" % step["method"], "fix the manifest")
+
+
+def _result(outcome: Outcome) -> Dict[str, Any]:
+    return {"status": outcome.status, "reason": outcome.reason, "observed": outcome.observed,
+            "expected": outcome.expected, "remediation": outcome.remediation, "evidence": outcome.evidence}
+
+
+def _in_order(steps: List[Step], attempt: Callable[[Step], Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """``{check: attempt(step)}`` in order: a step after one that neither passed nor is planned is ``blocked``;
+    an absent tool is ``not_run`` with the reason, another error fails the step with it."""
+    out: Dict[str, Dict[str, Any]] = {}
+    stop: Optional[Tuple[str, str]] = None
     for step in steps:
         check = step["check"]
         if stop:
             out[check] = {"status": "blocked", "reason": "blocked by %s (%s)" % (stop[0], stop[1])}
             continue
         try:
-            if step["method"] == "nvfwupd":
-                outcome = nvfwupd_step(step, image_dir, nvfwupd_target, timeout_s)
-            elif step["method"] == "flint":
-                outcome = mlxfwmanager_step(step, image_dir, timeout_s, tool="flint")
-            elif step["method"] in ADAPTERS:
-                outcome = ADAPTERS[step["method"]](step, image_dir, timeout_s)
-            else:
-                outcome = failed("method %s is not an in-band method" % step["method"], "fix the manifest")
+            result = attempt(step)
         except ToolNotFoundError as exc:
-            outcome = not_run("%s; the runtime lacks the vendor tool for %s" % (exc.message, step.get("component")))
+            result = _result(not_run("%s; the runtime lacks the vendor tool for %s"
+                                     % (exc.message, step.get("component"))))
         except SymphonyError as exc:
-            outcome = failed(str(exc), "read the tool output and rerun")
-        out[check] = {"status": outcome.status, "reason": outcome.reason, "observed": outcome.observed,
-                      "expected": outcome.expected, "remediation": outcome.remediation, "evidence": outcome.evidence}
-        if outcome.status != "pass":
-            stop = (check, outcome.status)
+            result = _result(failed(str(exc), "read the tool output and rerun"))
+        out[check] = result
+        if result["status"] != "pass" and "plan" not in result:
+            stop = (check, result["status"])
     return out
+
+
+def run_inband(steps: List[Step], image_dir: Optional[str], nvfwupd_target: Optional[Dict[str, Any]] = None,
+               timeout_s: float = DEFAULT_TIMEOUT_S) -> Dict[str, Dict[str, Any]]:
+    """Run in-band steps in order; returns ``{check: result dict}`` (``status``, ``reason``, ...).
+
+    A step after a failed one is ``blocked``; an absent tool is ``not_run`` with the reason.
+    """
+    return _in_order(steps, lambda step: _result(_apply(step, image_dir, nvfwupd_target, timeout_s)))
+
+
+def plan_inband(steps: List[Step], nvfwupd_target: Optional[Dict[str, Any]] = None,
+                timeout_s: float = DEFAULT_TIMEOUT_S) -> Dict[str, Dict[str, Any]]:
+    """Check mode: query each step's running versions with its vendor tool and say what a run would flash.
+
+    Runs only the tools' read commands (``show_version``, ``--query``, ``nvme list``).  A step already at an
+    accepted version, or one a run would fail before flashing (a device missing), gets the result a run would
+    give; a step with something to flash is ``not_run`` with ``plan`` ``{device: {"from": running, "to":
+    target}}`` for each device not at an accepted version.  Steps are blocked as in :func:`run_inband`, except
+    that a planned step does not block the next one (a run would flash it and go on).
+    """
+    def attempt(step: Step) -> Dict[str, Any]:
+        before, done = _survey(step, nvfwupd_target, timeout_s)
+        if done is not None:
+            return _result(done)
+        todo = {dev: version for dev, version in before.items() if version not in step["accepted"]}
+        plan = {dev: {"from": version, "to": step.get("target")} for dev, version in sorted(todo.items())}
+        reason = "check mode: would update %s to %s (%s)" % (_fmt(todo), step.get("target"), step["method"])
+        return dict(_result(not_run(reason)), observed=before, expected=step.get("target"), plan=plan)
+
+    return _in_order(steps, attempt)

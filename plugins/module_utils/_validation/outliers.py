@@ -37,12 +37,14 @@ import json
 import math
 import re
 import time
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from .._core.errors import (
     ParseError,
     ToolNotFoundError,
     ValidationError,
 )
+from .._host.telemetry import open_backend
 
 try:
     import numpy as np
@@ -100,7 +102,7 @@ class Telemetry:
     def from_records(cls, records, source=""):
         """Build from dicts ``{node, gpu, temp_c?, power_w?, sm_clock_mhz?}`` in time order."""
         _require_numpy()
-        series = {}
+        series: Dict[Tuple[str, int], Dict[str, List[Any]]] = {}
         for rec in records:
             key = (str(rec["node"]), int(rec["gpu"]))
             slot = series.setdefault(key, {m: [] for m in METRICS})
@@ -155,7 +157,8 @@ def parse_records(text, where, node=None):
     text = _strip_provenance(text).strip()
     if not text:
         raise ParseError("empty telemetry file", where=where)
-    records = []
+    records: List[Dict[str, Any]] = []
+    rec: Dict[str, Any]
     if text.startswith("{"):
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -171,7 +174,7 @@ def parse_records(text, where, node=None):
         return records
     reader = csv.reader(io.StringIO(text), skipinitialspace=True)
     header = next(reader)
-    fields = []
+    fields: List[Optional[str]] = []
     for raw in header:
         name = re.sub(r"\s*\[.*\]\s*$", "", raw.strip().lstrip("#").strip()).lower()
         fields.append(_NVSMI_FIELDS.get(name))
@@ -181,13 +184,13 @@ def parse_records(text, where, node=None):
         if not row:
             continue
         rec = {"node": node}
-        for name, cell in zip(fields, row):
-            if name in METRICS:
-                rec[name] = _number(cell, "%s line %d" % (where, number))
-            elif name == "gpu":
+        for field, cell in zip(fields, row):
+            if field in METRICS:
+                rec[field] = _number(cell, "%s line %d" % (where, number))
+            elif field == "gpu":
                 rec["gpu"] = int(_number(cell, "%s line %d" % (where, number)))
-            elif name in ("node", "ts"):
-                rec[name] = cell.strip()
+            elif field in ("node", "ts"):
+                rec[field] = cell.strip()
         if rec.get("node") is None:
             raise ParseError("line %d: no node column and no node given" % number, where=where)
         records.append(rec)
@@ -219,7 +222,7 @@ def parse_dcgm_exporter(text, node=None, where="dcgm-exporter"):
     except ImportError:
         raise ToolNotFoundError("the prometheus_client Python library is required to parse a DCGM exporter scrape",
                                 where=where)
-    merged = {}
+    merged: Dict[Any, Dict[str, Any]] = {}
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -254,7 +257,6 @@ def sample_local(samples, interval_s, node, prefer=("nvml", "nvidia-smi", "rocm-
     Raises :class:`ToolNotFoundError` naming why no backend could read a GPU (the
     check becomes ``not_run``).
     """
-    from .._host.telemetry import open_backend
     backend = open_backend(prefer)
     records = []
     try:
@@ -332,8 +334,9 @@ def find_outliers(telemetry, z_threshold=DEFAULTS["z_threshold"], delta_c=DEFAUL
             if "delta_c" in rules:
                 parts.append("%.1f %s above the peer median (>= %.1f)" % (value - peer_median, unit, delta_c))
             if "max_temp" in rules:
-                limit = (max_operating_temp_c.get(node) if isinstance(max_operating_temp_c, dict)
-                         else max_operating_temp_c)
+                # a node without a limit never reaches max_temp (its limit is NaN above)
+                limit = cast(float, max_operating_temp_c.get(node) if isinstance(max_operating_temp_c, dict)
+                             else max_operating_temp_c)
                 parts.append("hottest sample %.1f %s within %.1f %s of the maximum operating %.1f %s"
                              % (float(np.nanmax(arr[i])), unit, max_temp_margin_c, unit, float(limit), unit))
             found[(node, gpu, metric)] = {

@@ -25,9 +25,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
-from .._core.errors import ParseError, ValidationError
+from .._core.errors import ParseError, SchedulerError, ValidationError
 
 RECIPES = ("torchtitan", "megatron", "smoke")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -198,3 +199,15 @@ def torchtitan_args(config_file, steps=None, extra=()):
     if steps:
         args += ["--training.steps", str(int(steps))]
     return args + list(extra)
+
+
+def read_log(path: str, max_bytes: int = 2_000_000) -> str:
+    """The last ``max_bytes`` of a training job's output file; ``SchedulerError`` naming it when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            return handle.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise SchedulerError("cannot read the job's log: %s" % exc.strerror, where=path)

@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.inband_fw import (
     parse_flint_query, parse_mlxfwmanager_query, parse_nvfwupd_show_version, parse_nvme_fw_log, parse_nvme_list,
-    run_inband)
+    plan_inband, run_inband)
 
 MLX_QUERY = """Querying Mellanox devices firmware ...
 
@@ -170,15 +170,19 @@ EROT_BIOS_0                    00.04.0011.0000_n00            00.04.0018.0000_n0
         parse_nvfwupd_show_version('{"Connection Status": "Failed"}')
 
 
-def test_update_then_verify_with_fresh_queries(tools):
-    img = tools["images"]
-    steps = [
+def _gpu_nic_nvme(img, nvme_target="GDC5602Q"):
+    return [
         _step(img, "firmware:gpu", "gpu", "gpu", "nvfwupd", "96.00.61.00.01", ["96.00.61.00.01"],
               {"id": "GPU[1-8]|HGX_FW_GPU_SXM_[1-8]", "count": 16}, "96.00.61.00.01.bin"),
         _step(img, "firmware:nic_cx7", "nic_cx7", "nic", "mlxfwmanager", "28.37.10.14", ["28.37.10.14"],
               {"id": "NIC[1-8]", "count": 2}, "28.37.10.14.bin"),
-        _step(img, "firmware:nvme", "nvme", "nvme", "nvme_cli", "GDC5602Q", ["GDC5602Q"],
-              {"id": "NVMe.*", "count": 2}, "GDC5602Q.bin")]
+        _step(img, "firmware:nvme", "nvme", "nvme", "nvme_cli", nvme_target, [nvme_target],
+              {"id": "NVMe.*", "count": 2}, nvme_target + ".bin")]
+
+
+def test_update_then_verify_with_fresh_queries(tools):
+    img = tools["images"]
+    steps = _gpu_nic_nvme(img)
     out = run_inband(steps, str(img))
     assert out["firmware:gpu"]["status"] == "pass"
     assert out["firmware:gpu"]["observed"] == {"HGX_FW_GPU_SXM_%d" % i: "96.00.61.00.01" for i in range(1, 9)}
@@ -220,3 +224,39 @@ def test_sha256_mismatch_and_absent_tool(tools, monkeypatch):
     assert out["firmware:nvme"] == {
         "status": "not_run", "reason": "nvme not found on PATH; the runtime lacks the vendor tool for nvme",
         "observed": None, "expected": None, "remediation": "", "evidence": {}}
+
+
+def test_check_mode_plans_from_the_tools_versions_and_flashes_nothing(tools):
+    """Check mode reads each tool's versions: what is at an accepted version passes, the rest is planned."""
+    steps = _gpu_nic_nvme(tools["images"], nvme_target="GDC5302Q")  # the drives already run GDC5302Q
+    before = tools["state"].read_text()
+    plan = plan_inband(steps)
+    gpu = plan["firmware:gpu"]
+    assert gpu["status"] == "not_run" and gpu["expected"] == "96.00.61.00.01"
+    assert gpu["plan"] == {"HGX_FW_GPU_SXM_%d" % i: {"from": "96.00.5E.00.01", "to": "96.00.61.00.01"}
+                           for i in range(1, 9)}
+    assert gpu["reason"].startswith("check mode: would update HGX_FW_GPU_SXM_1=96.00.5E.00.01, ")
+    # only the adapter that is not at an accepted version would be flashed
+    nic = plan["firmware:nic_cx7"]
+    assert nic["plan"] == {"/dev/mst/mt4129_pciconf0": {"from": "28.36.1010", "to": "28.37.10.14"}}
+    assert nic["reason"] == ("check mode: would update /dev/mst/mt4129_pciconf0=28.36.1010 to 28.37.10.14 "
+                             "(mlxfwmanager)")
+    assert nic["observed"] == {"/dev/mst/mt4129_pciconf0": "28.36.1010", "/dev/mst/mt4129_pciconf1": "28.37.10.14"}
+    # a planned step does not block the next; a step already accepted is the pass a run would record
+    assert plan["firmware:nvme"]["status"] == "pass" and "plan" not in plan["firmware:nvme"]
+    assert plan["firmware:nvme"]["reason"] == "at accepted version (nvme-cli)"
+    assert tools["state"].read_text() == before
+
+
+def test_check_mode_blocks_after_a_step_a_run_would_fail(tools, monkeypatch):
+    img = tools["images"]
+    steps = [_step(img, "firmware:nic_cx7", "nic_cx7", "nic", "mlxfwmanager", "28.37.10.14", ["28.37.10.14"],
+                   {"count": 3}, "28.37.10.14.bin"),
+             _step(img, "firmware:nvme", "nvme", "nvme", "nvme_cli", "GDC5602Q", ["GDC5602Q"], {"count": 2},
+                   "GDC5602Q.bin")]
+    plan = plan_inband(steps)
+    assert plan["firmware:nic_cx7"]["status"] == "fail"
+    assert plan["firmware:nic_cx7"]["reason"] == "mlxfwmanager sees 2 nic devices, the manifest expects 3"
+    assert plan["firmware:nvme"] == {"status": "blocked", "reason": "blocked by firmware:nic_cx7 (fail)"}
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert plan_inband(steps[1:])["firmware:nvme"]["status"] == "not_run"

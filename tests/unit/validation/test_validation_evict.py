@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from ansible_collections.symphony.cluster.plugins.module_utils._validation import cluster_run as _cluster_run
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import evict as _evict
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import handoff as _handoff
 from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
@@ -74,7 +75,7 @@ def test_loop_evicts_replaces_and_reruns_to_pass(ledger_path):
     for spare, status in (("lab4", "fail"), ("lab3", "pass")):
         ledger.record_gate(_gate.GateVerdict(spare, "burn_in", status, "x"), "r0")
     result = _evict.run_validation(["lab1", "lab2"], SCALES, cluster.launch, cluster.telemetry, cluster.drain,
-                                   _evict.ledger_spares(ledger, ["lab4", "lab3"]), max_attempts=3,
+                                   _cluster_run.ledger_spares(ledger, ["lab4", "lab3"]), max_attempts=3,
                                    on_event=cluster.on_event)
     assert result["status"] == "pass" and len(result["attempts"]) == 2
     assert result["final_nodes"] == ["lab1", "lab3"] and result["evicted"] == ["lab2"]
@@ -106,7 +107,7 @@ def test_loop_fails_when_no_eligible_spare_and_still_drains(ledger_path):
     cluster = Cluster()
     ledger = _ledger.open_ledger(ledger_path)
     result = _evict.run_validation(["lab1", "lab2"], SCALES, cluster.launch, cluster.telemetry, cluster.drain,
-                                   _evict.ledger_spares(ledger, ["lab3"]), max_attempts=3)
+                                   _cluster_run.ledger_spares(ledger, ["lab3"]), max_attempts=3)
     assert result["status"] == "fail" and "only 0 spare(s) passed burn-in" in result["reason"]
     assert [d[0] for d in cluster.drained] == ["lab2"] and len(result["attempts"]) == 1
 
@@ -131,11 +132,11 @@ def test_file_telemetry_compares_only_the_run_nodes(tmp_path):
     rows = [{"node": n, "gpu": 0, "temp_c": t} for n, t in (("lab1", 50.0), ("lab2", 51.0), ("lab3", 50.5),
                                                             ("lab4", 90.0)) for _sample in range(5)]
     path.write_text("\n".join(json.dumps(r) for r in rows))
-    telemetry = _evict.file_telemetry(str(path), max_operating_temp_c=85.0)
+    telemetry = _cluster_run.file_telemetry(str(path), max_operating_temp_c=85.0)
     assert telemetry(["lab1", "lab2", "lab3"], 1) == []
     assert _outliers.outlier_nodes(telemetry(["lab1", "lab2", "lab3", "lab4"], 1)) == ["lab4"]
     with pytest.raises(Exception, match="does not exist"):
-        _evict.file_telemetry(str(tmp_path / "none.jsonl"))(["lab1"], 1)
+        _cluster_run.file_telemetry(str(tmp_path / "none.jsonl"))(["lab1"], 1)
 
 
 # `scontrol show node -o` of the lab (Slurm 22.05.8), trimmed to the fields the resolver reads and a few around.
@@ -174,7 +175,7 @@ def test_file_telemetry_rows_by_slurm_name_name_the_inventory_node(tmp_path):
             for n in ("lab1", "lab2", "lab3") for g in range(4) for _sample in range(3)]
     path.write_text("\n".join(json.dumps(r) for r in rows))
     names = {"gpu-r01-u02": "lab1", "gpu-r01-u07": "lab2"}
-    found = _evict.file_telemetry(str(path), names=names)(["gpu-r01-u02", "gpu-r01-u07"], 1)
+    found = _cluster_run.file_telemetry(str(path), names=names)(["gpu-r01-u02", "gpu-r01-u07"], 1)
     assert [(o["node"], o["gpu"]) for o in found] == [("gpu-r01-u07", 0)]
     assert found[0]["value"] == pytest.approx(74.0)
 

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as g
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._core import report as _report
+from ansible_collections.symphony.cluster.plugins.module_utils._core import report_html as _report_html
 
 TWIN = {"n1": {"site": "s", "rack": "r01", "u": 2, "serial": "S1", "sku": "x"},
         "n2": {"site": "s", "rack": "r01", "u": 10, "serial": "S2", "sku": "x"}}
@@ -88,9 +89,9 @@ def test_written_files(tmp_path):
 
 
 def test_plain_cells():
-    assert _report.plain(None) == "" and _report.plain(["a", 1]) == "a, 1"
-    assert _report.plain({"BMC": "1.2", "NIC": ["3", "4"]}) == "BMC: 1.2; NIC: 3, 4"
-    assert _report.plain({"read": {"bw_mbps": 591.8}}) == "read: bw_mbps: 591.8"
+    assert _report_html.plain(None) == "" and _report_html.plain(["a", 1]) == "a, 1"
+    assert _report_html.plain({"BMC": "1.2", "NIC": ["3", "4"]}) == "BMC: 1.2; NIC: 3, 4"
+    assert _report_html.plain({"read": {"bw_mbps": 591.8}}) == "read: bw_mbps: 591.8"
 
 
 def test_results_that_did_not_gate_are_marked(tmp_path):
@@ -108,7 +109,7 @@ def test_results_that_did_not_gate_are_marked(tmp_path):
     n1, n2 = data["matrix"]["n1"]["burn_in"], data["matrix"]["n2"]["burn_in"]
     assert (n1["dcgm_diag"]["note"], n1["fio_seq_read"]["note"], n1["stress_ng"]["note"]) == ("optional", "waived", "")
     assert (n2["dcgm_diag"]["note"], n2["fio_seq_read"]["note"]) == ("", "")  # n2's gate is closed by fio
-    html = _report.render_html(data)
+    html = _report_html.render_html(data)
     assert "not_run<br><small>optional</small>" in html and "fail<br><small>waived</small>" in html
     junit = _report.render_junit(data)
     assert "591 MB/s &lt; 3000 MB/s (waived: did not gate)" in junit
