@@ -3,7 +3,7 @@
 import hashlib
 import json
 
-from symphony_emulator.bmc import demo_image_bytes
+from symphony_emulator import demo_image_bytes
 from symphony_emulator.tree import ROOT
 
 SIMPLE = ROOT + "/UpdateService/Actions/UpdateService.SimpleUpdate"

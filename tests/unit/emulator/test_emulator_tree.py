@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from symphony_emulator.bmc import metadata_xml
+from symphony_emulator.odata import metadata_xml
 from symphony_emulator.tree import DEFAULT_GPU_CRIT_C, ROOT
 
 
