@@ -12,7 +12,7 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from symphony_emulator.replies import Reply, error_body, jreply, json_object
-from symphony_emulator.tree import RESET_TYPES, ROOT
+from symphony_emulator.resources import RESET_TYPES, ROOT
 
 # target template -> (method name, body): "json" handlers get the parsed JSON object, "raw" ones the headers
 # and the bytes (the multipart push is not JSON).  A malformed JSON body is refused before the target is

@@ -26,15 +26,15 @@ from urllib.parse import parse_qs
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
-from symphony_emulator import tree
 from symphony_emulator.actions import Actions
 from symphony_emulator.config import check_fault_values, faults_for
 from symphony_emulator.firmware import FirmwareUpdates
 from symphony_emulator.odata import metadata_xml, odata_service_document
 from symphony_emulator.replies import JSON, Reply, error_body, jreply, now_iso
+from symphony_emulator.resources import ROOT, T, collection_type, link
 from symphony_emulator.settings import Settings
+from symphony_emulator.tree import build_tree
 
-ROOT = tree.ROOT
 # $expand=<*|.|~>[($levels=n)] (DSP0266 "Query parameters", $expand)
 _EXPAND = re.compile(r"^(?P<kind>[*.~])(?:\(\$levels=(?P<levels>\d+)\))?$")
 _LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
@@ -120,7 +120,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
     @property
     def tree(self):
         if self._tree is None:
-            self._tree = tree.build_tree(self.spec, self.state)
+            self._tree = build_tree(self.spec, self.state)
         return self._tree
 
     def _seed_sel(self):
@@ -310,7 +310,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
 
     def _session_body(self, s):
         uri = "%s/SessionService/Sessions/%s" % (ROOT, s["id"])
-        return {"@odata.id": uri, "@odata.type": tree.T["Session"], "Id": s["id"], "Name": "User Session",
+        return {"@odata.id": uri, "@odata.type": T["Session"], "Id": s["id"], "Name": "User Session",
                 "UserName": s["user"], "CreatedTime": s["created"]}
 
     def _drop_session(self, token):
@@ -444,8 +444,8 @@ class BMC(Actions, FirmwareUpdates, Settings):
         if not rest:
             uris = ["%s/SessionService/Sessions/%s" % (ROOT, s["id"]) for s in self.sessions.values()]
             return jreply(200, {"@odata.id": ROOT + "/SessionService/Sessions",
-                                "@odata.type": tree.collection_type("Session"), "Name": "Session Collection",
-                                "Members": [tree.link(u) for u in uris], "Members@odata.count": len(uris)})
+                                "@odata.type": collection_type("Session"), "Name": "Session Collection",
+                                "Members": [link(u) for u in uris], "Members@odata.count": len(uris)})
         for s in self.sessions.values():
             if s["id"] == rest:
                 return jreply(200, self._session_body(s))

@@ -16,7 +16,7 @@ import re
 from urllib.parse import urlparse
 
 from symphony_emulator.replies import error_body, fill_message, jreply, now_iso
-from symphony_emulator.tree import ROOT, T, collection_type, link
+from symphony_emulator.resources import ROOT, T, collection_type, link
 
 UPDATE = "Update.1.3"
 DEMO_IMAGE_PREFIX = "symphony-demo-image"
@@ -221,4 +221,3 @@ def _update_msg(message_id, args, severity="OK"):
     }
     return {"MessageId": "%s.%s" % (UPDATE, message_id), "Message": fill_message(templates[message_id], args),
             "MessageArgs": [str(a) for a in args], "MessageSeverity": severity}
-

@@ -6,7 +6,7 @@ and the ServiceRoot's top-level services.
 
 from __future__ import annotations
 
-from symphony_emulator.tree import ROOT
+from symphony_emulator.resources import ROOT
 
 
 def _namespaces(resources):

@@ -9,7 +9,8 @@ generated AttributeRegistry, enum values case-exact (R-21); ``If-Match`` per the
 from __future__ import annotations
 
 from symphony_emulator.replies import Reply, error_body, jreply, json_object
-from symphony_emulator.tree import BOOT_TARGETS, registry_entries
+from symphony_emulator.resources import BOOT_TARGETS
+from symphony_emulator.tree_system import registry_entries
 
 
 class Settings:

@@ -4,7 +4,7 @@ import hashlib
 import json
 
 from symphony_emulator import demo_image_bytes
-from symphony_emulator.tree import ROOT
+from symphony_emulator.resources import ROOT
 
 SIMPLE = ROOT + "/UpdateService/Actions/UpdateService.SimpleUpdate"
 
