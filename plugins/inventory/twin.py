@@ -18,7 +18,9 @@ description:
   - Each host gets C(symphony_twin) (its twin record), C(symphony_sku), C(symphony_bmc_address),
     C(symphony_stage), C(symphony_gate), C(symphony_gate_reason) and, when the twin has an in-band address,
     C(ansible_host). C(symphony_profile) and the defaults for nodes without a gate (C(symphony_stage=racked),
-    C(symphony_gate=null)) are variables of the C(all) group; the SKU manifest is the variable
+    C(symphony_gate=null)) are variables of the C(all) group, and so are C(symphony_ledger) (where every stage
+    records, the ledger this source read; see the role symphony.cluster.common) and C(symphony_inventory_ledger)
+    (that same location, to compare against); the SKU manifest is the variable
     C(symphony_expected) of its C(sku_<name>) group, so every host sees it while it is stored once.
   - "Groups C(site_<site>), C(rack_<rack>), C(sku_<sku>), C(spares), C(promoted_spares) (twin spares that
     cluster_validation promoted into service, with C(symphony_promoted_for) naming the node each replaced; they
@@ -105,6 +107,7 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError, TwinError
 from ansible_collections.symphony.cluster.plugins.module_utils._core import schema as _schema
 from ansible_collections.symphony.cluster.plugins.module_utils._core import inventory as _twin_inventory
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import default_ledger_path
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -147,13 +150,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             _twin_inventory.check_profile(records["skus"], self.get_option("profile"))
             ledger = self.get_option("ledger")
             # a path in the source file is relative to it; a URL (sqlite:///, postgresql://) is taken as it is
-            view = _twin_inventory.read_ledger_view(ledger if not ledger or "://" in ledger
-                                                    else self._resolve(base, ledger))
+            ledger = (ledger if "://" in ledger else self._resolve(base, ledger)) if ledger else default_ledger_path()
+            view = _twin_inventory.read_ledger_view(ledger)
         except SymphonyError as exc:
             raise AnsibleParserError(to_native(exc))
         if update_cache:
             self._cache[cache_key] = records
-        self._populate(records, view)
+        self._populate(records, view, ledger)
 
     @staticmethod
     def _resolve(base, value):
@@ -162,7 +165,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         value = os.path.expanduser(value)
         return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
 
-    def _populate(self, records, view):
+    def _populate(self, records, view, ledger):
         positions, promoted = view["positions"], view["promoted"]
         strict = self.get_option("strict")
         # ansible-core >= 2.19 wraps the inventory so that set_variable deep-walks every value to tag it with
@@ -172,8 +175,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         # wrapper (it sets what user expressions produce).  Values shared by many hosts are group variables:
         # the profile and the not-yet-gated defaults on ``all``, the SKU manifest on ``sku_<sku>``.
         raw = getattr(self.inventory, "__wrapped__", self.inventory)
+        # symphony_ledger: where the stages record (overridable, and then refused by the common role unless it
+        # still names this ledger); symphony_inventory_ledger: what this parse read, to compare against.
         defaults = {"symphony_profile": self.get_option("profile"), "symphony_stage": "racked",
-                    "symphony_gate": None, "symphony_gate_reason": "", "symphony_passed": []}
+                    "symphony_gate": None, "symphony_gate_reason": "", "symphony_passed": [],
+                    "symphony_ledger": ledger, "symphony_inventory_ledger": ledger}
         for key, value in defaults.items():
             raw.set_variable("all", key, value)
         # always present, even empty (every spare promoted), so groups['spares'] in a template never breaks

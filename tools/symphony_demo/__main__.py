@@ -93,7 +93,7 @@ def write_images(twin):
     """The demo's firmware images: the bytes whose sha256 each manifest names (the emulator's image rule)."""
     from urllib.parse import urlsplit
     from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
-    from symphony_emulator.bmc import demo_image_bytes
+    from symphony_emulator import demo_image_bytes
     IMAGES.mkdir(parents=True, exist_ok=True)
     skus = {n["sku"] for n in twin.nodes.values()}
     for sku, manifest in load_skus(twin.sku_dir).items():

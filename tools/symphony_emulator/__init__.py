@@ -5,7 +5,9 @@ manifest), with seeded defects and fault injection; real captures are served rea
 See README.md in this folder for the CLI, the defects and faults formats and the map file.
 """
 
-from symphony_emulator.bmc import BMC, Reply, demo_image_bytes
+from symphony_emulator.bmc import BMC
+from symphony_emulator.firmware import demo_image_bytes
+from symphony_emulator.replies import Reply
 from symphony_emulator.capture import CaptureBMC
 from symphony_emulator.config import DEFECT_KINDS, FAULT_DEFAULTS, load_defects, load_faults
 from symphony_emulator.fleet import DEMO_PASSWORD, DEMO_USERNAME, CaptureServer, Fleet, NodeInfo

@@ -19,7 +19,7 @@ import json
 import os
 import secrets
 
-from symphony_emulator.bmc import JSON, Reply, error_body, jreply
+from symphony_emulator.replies import JSON, Reply, error_body, jreply
 
 
 class CaptureBMC:

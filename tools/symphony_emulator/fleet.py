@@ -23,7 +23,6 @@ import threading
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 from ansible_collections.symphony.cluster.plugins.module_utils._core import twin as _twin
-from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import Twin
 
 from symphony_emulator import tls
 from symphony_emulator.bmc import BMC
@@ -173,7 +172,7 @@ class Fleet(_LoopThread):
     def __init__(self, twin, skus_dir=None, defects=None, faults=None, http=False, bind_base=None, port=None,
                  port_base=None, credentials="generated", map_path=None, state_dir=None, hosts=None,
                  captures=None):
-        if isinstance(twin, Twin):
+        if isinstance(twin, _twin.Twin):
             self.twin = twin
             skus_dir = skus_dir or twin.sku_dir
             self.skus = load_skus(skus_dir)

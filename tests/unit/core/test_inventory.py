@@ -98,7 +98,7 @@ def test_verify_file(plugin_factory, tmp_path):
         assert plugin.verify_file(str(path)) is ok, name
 
 
-def test_demo_groups_and_hostvars(parse, demo):
+def test_demo_groups_and_hostvars(parse, demo, tmp_path):
     inventory = parse(demo())
     assert len(inventory.hosts) == 18
     assert _members(inventory, "spares") == ["gpu-r02-u42", "gpu-r02-u47"]
@@ -110,10 +110,12 @@ def test_demo_groups_and_hostvars(parse, demo):
     hostvars = host.get_vars()
     assert hostvars["symphony_bmc_address"] == "10.10.1.22" and hostvars["ansible_host"] == "10.20.1.22"
     assert hostvars["symphony_twin"]["serial"] == "C8010MM21A30112" and hostvars["symphony_sku"] == "hgx_h100_supermicro"
-    # shared values are group variables: the profile and the not-yet-gated defaults on `all`
+    # shared values are group variables: the profile, the not-yet-gated defaults and the ledger read on `all`
     assert inventory.groups["all"].get_vars() == {"symphony_profile": "lab", "symphony_stage": "racked",
                                                   "symphony_gate": None, "symphony_gate_reason": "",
-                                                  "symphony_passed": []}
+                                                  "symphony_passed": [],
+                                                  "symphony_ledger": str(tmp_path / "ledger.sqlite"),
+                                                  "symphony_inventory_ledger": str(tmp_path / "ledger.sqlite")}
     expected = inventory.groups["sku_hgx_h100_supermicro"].get_vars()["symphony_expected"]
     assert expected["system"]["model"] == "SYS-821GE-TNHR" and expected["bom"]["gpus"]["count"] == 8
 

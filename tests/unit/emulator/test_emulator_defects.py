@@ -5,7 +5,7 @@ import pytest
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 
 from symphony_emulator.config import DEFECT_KINDS, faults_for, load_defects, load_faults
-from symphony_emulator.tree import ROOT
+from symphony_emulator.resources import ROOT
 
 
 def test_missing_gpu_slot_reported_absent(make_bmc):

@@ -1,6 +1,6 @@
 """$expand as DSP0266 defines it, served by a generated BMC (hgx_h100_supermicro: MaxLevels 2 as its capture)."""
 
-from symphony_emulator.tree import ROOT
+from symphony_emulator.resources import ROOT
 
 
 def test_root_advertises_expand_as_the_supermicro_capture(make_bmc, mockups):

@@ -2,7 +2,7 @@
 
 import json
 
-from symphony_emulator.tree import ROOT
+from symphony_emulator.resources import ROOT
 
 FW = ROOT + "/UpdateService/FirmwareInventory"
 

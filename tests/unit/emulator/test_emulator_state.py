@@ -3,8 +3,8 @@
 import hashlib
 import json
 
-from symphony_emulator.bmc import demo_image_bytes
-from symphony_emulator.tree import ROOT
+from symphony_emulator import demo_image_bytes
+from symphony_emulator.resources import ROOT
 
 SIMPLE = ROOT + "/UpdateService/Actions/UpdateService.SimpleUpdate"
 

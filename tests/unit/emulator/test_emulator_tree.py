@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from symphony_emulator.bmc import metadata_xml
-from symphony_emulator.tree import DEFAULT_GPU_CRIT_C, ROOT
+from symphony_emulator.odata import metadata_xml
+from symphony_emulator.resources import DEFAULT_GPU_CRIT_C, ROOT
 
 
 @pytest.fixture(scope="module")
