@@ -64,6 +64,9 @@ SKU_SCHEMA: Dict[str, Any] = {
                 "chassis_id": {"type": "string"},
                 "manager_id": {"type": "string"},
                 "bmc_vendor": {"type": "string"},
+                # nodes in one chassis behind one BMC (blade chassis); above 1 every twin node of the SKU names
+                # its bmc_system_id and is judged on that system alone
+                "nodes_per_chassis": {"type": "integer", "minimum": 1},
             },
         },
         "bom": {

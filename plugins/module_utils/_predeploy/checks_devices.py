@@ -29,7 +29,7 @@ NVME_CAPACITY_TOLERANCE = 0.02
 
 
 def check_gpus(ctx: AuditContext) -> Outcome:
-    return tolerate_gaps(_check_gpus(ctx), ctx.inv, ("processors", "pcie"), "the GPU inventory")
+    return tolerate_gaps(_check_gpus(ctx), ctx.inv, ("processors", "pcie", "chassis"), "the GPU inventory")
 
 
 def _check_gpus(ctx: AuditContext) -> Outcome:
@@ -100,7 +100,8 @@ def check_gpu_pcie_links(ctx: AuditContext) -> Outcome:
 
 
 def check_nics(ctx: AuditContext) -> Outcome:
-    return tolerate_gaps(_check_nics(ctx), ctx.inv, ("network_adapters", "network_ports"), "NetworkAdapters")
+    return tolerate_gaps(_check_nics(ctx), ctx.inv, ("network_adapters", "network_ports", "chassis"),
+                         "NetworkAdapters")
 
 
 def _check_nics(ctx: AuditContext) -> Outcome:
@@ -138,7 +139,7 @@ def _check_nics(ctx: AuditContext) -> Outcome:
 
 
 def check_nvme(ctx: AuditContext) -> Outcome:
-    return tolerate_gaps(_check_nvme(ctx), ctx.inv, ("storage", "drives"), "Storage")
+    return tolerate_gaps(_check_nvme(ctx), ctx.inv, ("storage", "drives", "chassis"), "Storage")
 
 
 def _check_nvme(ctx: AuditContext) -> Outcome:
