@@ -33,15 +33,19 @@ def check_gpus(ctx: AuditContext) -> Outcome:
 
 
 def _check_gpus(ctx: AuditContext) -> Outcome:
-    want = ctx.bom["gpus"]
+    want = ctx.bom.get("gpus") or {"count": 0}
     count = want["count"]
     gpus = ctx.inv.of_kind("gpu")
     present = present_parts(gpus)
     observed = {"count": len(present), "models": sorted({g.model or "unknown" for g in present})}
     if count == 0:
         if present:
-            return failed("SKU has no GPUs, found %d" % len(present),
-                          "check the twin's SKU for %s" % ctx.node["hostname"], expected=want, observed=observed)
+            # parts the SKU does not declare are a BOM mismatch, never ignored
+            found = ", ".join("%d × %s" % (sum(1 for g in present if (g.model or "unknown") == m), m)
+                              for m in observed["models"])
+            return failed("found %s, SKU declares none" % found,
+                          "the server carries GPUs its SKU does not plan: check the twin's SKU for %s or remove "
+                          "the GPUs" % ctx.node["hostname"], expected=want, observed=observed)
         return passed(expected=want, observed=observed, reason="no GPUs in this SKU")
     model = want.get("model")
     label = "%d × %s" % (count, model or "GPU")
@@ -71,7 +75,7 @@ def _check_gpus(ctx: AuditContext) -> Outcome:
 
 
 def check_gpu_pcie_links(ctx: AuditContext) -> Outcome:
-    want = ctx.bom["gpus"]
+    want = ctx.bom.get("gpus") or {"count": 0}
     gpus = present_parts(ctx.inv.of_kind("gpu"))
     if want["count"] == 0:
         return passed(reason="no GPUs in this SKU")
