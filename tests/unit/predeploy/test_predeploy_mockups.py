@@ -30,9 +30,14 @@ def _mockserver():
 
 
 def audit(mockups, repo_root, capture, sku, serial, **bmc_kw):
+    return audit_manifest(mockups, capture, load_manifest(str(repo_root / "skus" / ("%s.yml" % sku))), serial,
+                          **bmc_kw)
+
+
+def audit_manifest(mockups, capture, manifest, serial, **bmc_kw):
+    """Observe ``capture`` and judge it against ``manifest`` (a SKU dict): ``({check: result}, gate, obs)``."""
     srv = _mockserver()
-    manifest = load_manifest(str(repo_root / "skus" / ("%s.yml" % sku)))
-    node = {"hostname": "n1", "site": "s1", "rack": "r1", "u": 3, "sku": sku, "serial": serial,
+    node = {"hostname": "n1", "site": "s1", "rack": "r1", "u": 3, "sku": manifest["sku"], "serial": serial,
             "bmc_mac": "aa:bb:cc:dd:ee:ff", "bmc_address": "10.0.0.3"}
     settings = StageSettings(username="admin", password=PASSWORD, retries=0)
     with srv.MockupBMC(srv.mockup_root(mockups, capture), **bmc_kw):
