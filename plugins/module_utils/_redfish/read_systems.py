@@ -113,6 +113,11 @@ class SystemsReader(StorageReader, LogReader):
             if not mib:
                 mib = (p.get("MemorySummary") or {}).get("TotalMemorySizeMiB")
             comp.memory_gib = round(mib / 1024.0, 2) if mib else None
+            iface = (p.get("SystemInterface") or {}).get("PCIe") if isinstance(p.get("SystemInterface"), dict) else None
+            if isinstance(iface, dict):
+                # Processor.SystemInterface.PCIe (DSP0268 Processor v1_8): the GPU's own link to the host
+                self.apply_pcie(comp, {"PCIeInterface": iface})
+                comp.extra.pop("pcie_device")   # no device: the link state is the processor's own
             dev_uri = _links_list(p, "PCIeDevice")
             if dev_uri:
                 dev = self.pcie_device(dev_uri[0])

@@ -353,3 +353,13 @@ def test_sku_of_several_nodes_needs_the_twin_to_name_the_system():
             "bmc_address": "10.0.0.3"}
     with pytest.raises(ValidationError, match="bmc_system_id"):
         run_stage({"n1": node}, {MANIFEST["sku"]: MANIFEST}, StageSettings(username="a", password="b"))
+
+
+def test_gpu_link_state_from_the_processor_system_interface(tmp_path):
+    # DSP0268 Processor v1_8 SystemInterface.PCIe: the link state where no PCIeDevice is linked
+    tree = blade_tree(nodes=("1",), gpus=1)
+    tree[V1 + "/Systems/1/Processors/GPU0"]["SystemInterface"] = {
+        "InterfaceType": "PCIe", "PCIe": {"PCIeType": "Gen5", "MaxPCIeType": "Gen5", "LanesInUse": 8, "MaxLanes": 16}}
+    res, _gate, _obs = audit(tmp_path, tree, hpe_manifest(1, "H100 80GB HBM3"), system_id=None)
+    assert res["gpu_pcie_links"].status == FAIL
+    assert res["gpu_pcie_links"].reason == "PCIe link downtrained: GPU0 at x8 Gen5, expected x16 Gen5"
