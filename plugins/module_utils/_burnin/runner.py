@@ -54,6 +54,7 @@ from .._host.parsers.kmsg import (
     scan_hardware_errors,
 )
 from .._host.parsers.xid import deduplicate, events_from_records
+from .calibration import resolve_thresholds
 
 STAGE = "burn_in"
 TIER_ORDER = ("node", "gpu", "power", "fabric")
@@ -117,14 +118,15 @@ def effective_bom(manifest, profile):
     return deep_merge(manifest.get("bom") or {}, profile_view(manifest, profile).get("inband_bom") or {})
 
 
-def build_plan(manifest, profile="production", tiers=None, only=None, overrides=None):
+def build_plan(manifest, profile="production", tiers=None, only=None, overrides=None, calibration=None):
     """Ordered list of :class:`PlannedTest` for one node.
 
     ``manifest``: SKU manifest dict; ``profile``: name in ``manifest.profiles`` whose
     ``burn_in.tests.<name>`` entries (params/thresholds/timeout_s/cost_s/flaky) are merged
     over the SKU's tests; ``tiers``: restrict to these tier names; ``only``: restrict to
     these test names; ``overrides``: ``{test: {params, thresholds, timeout_s, ...}}`` merged
-    last (operator's run-time overrides).  Order: :data:`TIER_ORDER`, then ``cost_s``
+    last (operator's run-time overrides); ``calibration``: the measured baseline that relative
+    thresholds resolve against (:mod:`.calibration`).  Order: :data:`TIER_ORDER`, then ``cost_s``
     (default: ``timeout_s``), then declaration order.  Raises :class:`ManifestError` when the
     manifest has no burn-in section, a name is duplicated, or ``only``/``tiers``/``overrides``
     name something the manifest lacks.
@@ -159,7 +161,9 @@ def build_plan(manifest, profile="production", tiers=None, only=None, overrides=
             tests.append((TIER_ORDER.index(tier["name"]), float(cost), len(tests), PlannedTest(
                 tier=tier["name"], name=name, kind=str(merged["kind"]), timeout_s=float(timeout),
                 cost_s=float(cost), flaky=bool(merged.get("flaky", False)),
-                params=dict(merged.get("params") or {}), thresholds=dict(merged.get("thresholds") or {}))))
+                params=dict(merged.get("params") or {}),
+                thresholds=resolve_thresholds(merged.get("thresholds"), calibration,
+                                              "%s: burn-in test %s" % (manifest.get("sku", "manifest"), name)))))
     for name in list(only or []) + list(overrides):
         if name not in seen:
             raise ManifestError("no burn-in test named %r in this SKU" % name, where=where)
@@ -711,7 +715,7 @@ def burnin_run(params, check_mode, executor=None, kernel_log=None):
     manifest = _validate(params["manifest"])
     profile = params.get("profile") or "production"
     plan = build_plan(manifest, profile, tiers=params.get("tiers") or None, only=params.get("tests") or None,
-                      overrides=params.get("overrides") or None)
+                      overrides=params.get("overrides") or None, calibration=params.get("calibration"))
     run_id = params.get("run_id") or new_run_id("burnin")
     optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
     out = {"changed": False, "run_id": run_id, "plan": [t.to_dict() for t in plan], "optional": optional,
