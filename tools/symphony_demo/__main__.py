@@ -3,7 +3,9 @@
 1. start (or reuse) the Redfish fleet emulator for ``inventories/demo/demo.twin.yml`` with the seeded
    defects in ``inventories/demo/defects.yml`` (HTTPS with a generated CA, verified by the client);
 2. bring up (or reuse) the lab hosts: each node's in-band side is the lab host at its twin in-band address;
-3. run ``playbooks/site.yml`` through all four stages with the twin inventory plugin;
+3. run ``playbooks/site.yml`` through all four stages with the twin inventory plugin, with the lab's calibration
+   (``build/lab/calibration.json``: the lab profile's floors are fractions of it) and the fabric floor derived
+   from it and the seeded slow link (``build/demo/calibrated-vars.json``, given as extra vars);
 4. print a per-node table of gates, write ``build/demo/summary.json`` and the handoff report.
 
 The emulator and the lab stay up afterwards so a second ``make demo`` reuses them: provisioning then finds
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -34,6 +37,10 @@ LEDGER = DEMO / "ledger.sqlite"
 REPORT = DEMO / "report"
 SUMMARY = DEMO / "summary.json"
 LOG = DEMO / "ansible.log"
+CALIBRATED_VARS = DEMO / "calibrated-vars.json"
+# Healthy lab pairs in the fabric tier: five at once on two cores, on a machine that may be busy.  Measured: two
+# pairs beside two stress-ng CPU hogs each got 0.23 of one pair alone; a tenth is their worst case here.
+HEALTHY_PAIR_FRACTION = 0.1
 
 # Lines of ansible-playbook output worth showing live; the whole log goes to build/demo/ansible.log.
 _PROGRESS = re.compile(r"^(PLAY \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=|\s+msg: )")
@@ -142,11 +149,48 @@ def apply_lab_defects(console, lab, twin):
             hot["node"], hot["gpu"], hot["temp_c"], os.path.relpath(TELEMETRY, ROOT)))
 
 
+def fabric_floor_gbps(baseline_gbps, seeded_mbit):
+    """The fabric tier's floor (Gbit/s) on the lab: the geometric mean of the seeded slow link and the worst a
+    healthy pair gets (``HEALTHY_PAIR_FRACTION`` of the calibrated single-pair rate), so both sit the same factor
+    away from it.  The seeded side is a tc htb rate (measured within 5 %), the healthy side moves with the load.
+    """
+    return round(math.sqrt(seeded_mbit / 1000.0 * baseline_gbps * HEALTHY_PAIR_FRACTION), 3)
+
+
+def write_calibrated_vars(console, lab):
+    """Extra vars for the run: the lab's calibration (burn-in resolves the lab profile's relative floors against
+    it) and the fabric floor.  DemoError when the calibration cannot tell the seeded link from a healthy pair."""
+    import yaml
+    calibration = lab.calibration
+    figure = (calibration or {}).get("figures", {}).get("iperf3.tcp_gbps")
+    if not figure:
+        raise DemoError("the lab has no iperf3 calibration (%s); run python -m symphony_lab calibrate"
+                        % os.path.relpath(lab.calibration_file, ROOT))
+    link = yaml.safe_load(LAB_DEFECTS.read_text()).get("degraded_link")
+    extra = {"burn_in_calibration": calibration}
+    if link:
+        floor = fabric_floor_gbps(figure["value"], link["rate_mbit"])
+        # The geometric mean puts the floor as far above the seeded link as below a healthy pair's worst:
+        # less than 1.2 times on either side and a healthy pair could look bad (or the seeded link good).
+        if floor < 1.2 * link["rate_mbit"] / 1000.0:
+            raise DemoError("this machine's lab pairs (%s Gbit/s alone, %s) are too slow to tell from the seeded "
+                            "%s Mbit/s link; lower rate_mbit in %s" % (figure["value"], calibration["measured"],
+                                                                       link["rate_mbit"],
+                                                                       os.path.relpath(LAB_DEFECTS, ROOT)))
+        extra["burn_in_fabric_floor"] = floor
+        console.print("fabric floor %.3f Gbit/s: between the seeded %s Mbit/s link and %.2f Gbit/s (a tenth of "
+                      "one lab pair alone, calibrated %s)" % (floor, link["rate_mbit"],
+                                                             figure["value"] * HEALTHY_PAIR_FRACTION,
+                                                             calibration["measured"]))
+    CALIBRATED_VARS.write_text(json.dumps(extra, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return CALIBRATED_VARS
+
+
 def run_site(console, extra_args):
     env = dict(os.environ, SYMPHONY_LEDGER=str(LEDGER), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOG_PATH="", ANSIBLE_NOCOLOR="1")
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
-           str(ROOT / "playbooks" / "site.yml")] + extra_args
+           str(ROOT / "playbooks" / "site.yml"), "-e", "@%s" % CALIBRATED_VARS] + extra_args
     console.print("[bold]$ %s[/]" % " ".join(os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
                                               for c in cmd))
     # line-buffered: after a kill the log ends where the console did
@@ -245,6 +289,7 @@ def main(argv=None):
                 lab.resume(node)
                 console.print("slurm: resumed %s (drained by an earlier run)" % node)
     apply_lab_defects(console, lab, twin)
+    write_calibrated_vars(console, lab)
     rc = run_site(console, args.ansible_args)
     summary = summarise(console, time.monotonic() - start, rc)
     # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else
