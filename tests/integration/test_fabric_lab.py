@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import transports as T
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from timescale import scaled
 
 symphony_lab = pytest.importorskip("symphony_lab")
 
@@ -37,7 +38,7 @@ def nodes(lab):
 def _transport(lab, port):
     addresses = {h["name"]: h["address"] for h in lab.hosts}
     return T.make_transport("iperf3", T.SSHLauncher(config_file=str(lab.ssh_config)), addresses,
-                            duration_s=1, port=port, timeout_s=30)
+                            duration_s=1, port=port, timeout_s=scaled(30))
 
 
 def test_fabric_lab_degraded_interface_is_that_node(lab, nodes, ledger_path):
@@ -79,7 +80,7 @@ def test_fabric_lab_degraded_path_is_that_link_via_the_module(lab, nodes, tmp_pa
         env = dict(os.environ, ANSIBLE_CONFIG=str(repo_root / "ansible.cfg"))
         proc = subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i", "localhost,", "-c", "local",
                                "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
-                              capture_output=True, text=True, timeout=120, cwd=repo_root, env=env, check=False)
+                              capture_output=True, text=True, timeout=scaled(120), cwd=repo_root, env=env, check=False)
     finally:
         lab.restore()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

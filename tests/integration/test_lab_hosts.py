@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import yaml
+from timescale import scaled
 
 symphony_lab = pytest.importorskip("symphony_lab")
 
@@ -44,7 +45,7 @@ def test_lab_hosts_reachable_over_ssh_and_ansible(lab, repo_root):
     assert inv["hosts"]["lab1"]["ansible_user"] == "root"
     ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
     out = subprocess.run([ansible, "-i", str(lab.inventory), "lab", "-m", "ansible.builtin.command",
-                          "-a", "hostname", "-o"], capture_output=True, text=True, timeout=120, cwd=repo_root,
+                          "-a", "hostname", "-o"], capture_output=True, text=True, timeout=scaled(120), cwd=repo_root,
                          check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     for name in names:
@@ -89,7 +90,7 @@ def test_lab_sbatch_runs_one_step_on_each_host(lab, tmp_path):
     script.write_text("#!/bin/bash\nsrun -N %d --ntasks-per-node=1 bash -c "
                       "'echo \"$SLURMD_NODENAME $(hostname) $(ip -4 -o addr show eth0 | awk \"{print \\$4}\")\"'\n" % n)
     out = subprocess.run(["sbatch", "--wait", "-p", lab.slurm, "-N", str(n), "--output", str(out_file),
-                          str(script)], capture_output=True, text=True, timeout=60, env=lab.slurm_env, check=False)
+                          str(script)], capture_output=True, text=True, timeout=scaled(60), env=lab.slurm_env, check=False)
     assert out.returncode == 0, out.stdout + out.stderr + (out_file.read_text() if out_file.exists() else "")
     assert out.stdout.startswith("Submitted batch job ")
     rows = sorted(tuple(line.split()) for line in out_file.read_text().split("\n") if line)
@@ -107,12 +108,12 @@ def test_lab_drain_and_resume(lab):
                               env=lab.slurm_env, check=True).stdout
         assert "Reason=symphony lab test" in show
         blocked = subprocess.run(["srun", "-p", lab.slurm, "-w", node, "--immediate=2", "true"],
-                                 capture_output=True, text=True, env=lab.slurm_env, timeout=30, check=False)
+                                 capture_output=True, text=True, env=lab.slurm_env, timeout=scaled(30), check=False)
         assert blocked.returncode != 0
     finally:
         lab.resume(node)
     assert lab.node_states()[node] in ("idle", "mix", "alloc")
     ok = subprocess.run(["srun", "-p", lab.slurm, "-w", node, "--immediate=10", "hostname"],
-                        capture_output=True, text=True, env=lab.slurm_env, timeout=30, check=False)
+                        capture_output=True, text=True, env=lab.slurm_env, timeout=scaled(30), check=False)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.split() == [node]
