@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import subprocess
@@ -38,9 +37,6 @@ REPORT = DEMO / "report"
 SUMMARY = DEMO / "summary.json"
 LOG = DEMO / "ansible.log"
 CALIBRATED_VARS = DEMO / "calibrated-vars.json"
-# Healthy lab pairs in the fabric tier: five at once on two cores, on a machine that may be busy.  Measured: two
-# pairs beside two stress-ng CPU hogs each got 0.23 of one pair alone; a tenth is their worst case here.
-HEALTHY_PAIR_FRACTION = 0.1
 
 # Lines of ansible-playbook output worth showing live; the whole log goes to build/demo/ansible.log.
 _PROGRESS = re.compile(r"^(PLAY \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=|\s+msg: )")
@@ -149,18 +145,12 @@ def apply_lab_defects(console, lab, twin):
             hot["node"], hot["gpu"], hot["temp_c"], os.path.relpath(TELEMETRY, ROOT)))
 
 
-def fabric_floor_gbps(baseline_gbps, seeded_mbit):
-    """The fabric tier's floor (Gbit/s) on the lab: the geometric mean of the seeded slow link and the worst a
-    healthy pair gets (``HEALTHY_PAIR_FRACTION`` of the calibrated single-pair rate), so both sit the same factor
-    away from it.  The seeded side is a tc htb rate (measured within 5 %), the healthy side moves with the load.
-    """
-    return round(math.sqrt(seeded_mbit / 1000.0 * baseline_gbps * HEALTHY_PAIR_FRACTION), 3)
-
-
 def write_calibrated_vars(console, lab):
     """Extra vars for the run: the lab's calibration (burn-in resolves the lab profile's relative floors against
-    it) and the fabric floor.  DemoError when the calibration cannot tell the seeded link from a healthy pair."""
+    it) and the fabric floor between the seeded link and a healthy pair (``symphony_lab`` ``pair_floor_gbps``).
+    DemoError when the lab has no calibration or it cannot tell the seeded link from a healthy pair."""
     import yaml
+    from symphony_lab import HEALTHY_PAIR_FRACTION, pair_floor_gbps
     calibration = lab.calibration
     figure = (calibration or {}).get("figures", {}).get("iperf3.tcp_gbps")
     if not figure:
@@ -169,7 +159,7 @@ def write_calibrated_vars(console, lab):
     link = yaml.safe_load(LAB_DEFECTS.read_text()).get("degraded_link")
     extra = {"burn_in_calibration": calibration}
     if link:
-        floor = fabric_floor_gbps(figure["value"], link["rate_mbit"])
+        floor = pair_floor_gbps(calibration, link["rate_mbit"])
         # The geometric mean puts the floor as far above the seeded link as below a healthy pair's worst:
         # less than 1.2 times on either side and a healthy pair could look bad (or the seeded link good).
         if floor < 1.2 * link["rate_mbit"] / 1000.0:

@@ -13,10 +13,11 @@ CLI: ``python -m symphony_lab up|down|status|calibrate|degrade|restore|inventory
 
 import contextlib
 
+from ._calibrate import HEALTHY_PAIR_FRACTION, pair_floor_gbps
 from ._errors import LabError
 from ._lab import Lab, ensure_packages
 
-__all__ = ["Lab", "LabError", "ensure_packages", "running"]
+__all__ = ["HEALTHY_PAIR_FRACTION", "Lab", "LabError", "ensure_packages", "pair_floor_gbps", "running"]
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import socket
 import time
@@ -30,6 +31,10 @@ from ._errors import LabError
 VERSION = 1
 SECONDS = 2          # each measurement's run time: long enough to settle, short enough for every lab-up
 FIO_DIR = "/var/tmp"  # where the burn-in fio check writes its file (checks.check_fio's default directory)
+
+# Healthy lab pairs in a fabric tier: several at once on two cores, on a machine that may be busy.  Measured: two
+# pairs beside two stress-ng CPU hogs each got 0.23 of one pair alone; a tenth is taken as their worst case.
+HEALTHY_PAIR_FRACTION = 0.1
 
 # name -> (fio --rw, --bs): the three storage tests of the SKU lab profiles.
 FIO_JOBS = {"fio_seq_read": ("read", "1M"), "fio_seq_write": ("write", "1M"), "fio_randread_4k": ("randread", "4k")}
@@ -113,6 +118,21 @@ def measure(lab, seconds=SECONDS):
     return {"version": VERSION, "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seconds": round(time.monotonic() - t0, 1), "machine": _machine(), "figures": figures,
             "skipped": skipped}
+
+
+def pair_floor_gbps(calibration, slow_mbit):
+    """The fabric floor (Gbit/s) that tells a path shaped to ``slow_mbit`` from a healthy lab pair.
+
+    The geometric mean of the slow path and the worst a healthy pair gets (``HEALTHY_PAIR_FRACTION`` of the
+    calibrated single-pair rate ``iperf3.tcp_gbps``), so the floor is the same factor away from each: the slow
+    side is a tc htb rate (measured within 5 %), the healthy side moves with the load.  LabError when the
+    calibration has no iperf3 figure.
+    """
+    figure = ((calibration or {}).get("figures") or {}).get("iperf3.tcp_gbps")
+    if not figure:
+        raise LabError("the calibration has no iperf3 figure (a lab of two hosts or more measures one; "
+                       "python -m symphony_lab calibrate)", where="calibration")
+    return round(math.sqrt(slow_mbit / 1000.0 * figure["value"] * HEALTHY_PAIR_FRACTION), 3)
 
 
 def summary(doc):

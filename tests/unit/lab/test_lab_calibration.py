@@ -155,8 +155,8 @@ def test_burn_in_role_throttles_from_the_profile(repo_root):
 
 def test_demo_fabric_floor_sits_between_the_seeded_link_and_a_healthy_pair(repo_root, tmp_path, monkeypatch):
     seeded = yaml.safe_load((repo_root / "inventories" / "demo" / "lab-defects.yml").read_text())["degraded_link"]
-    floor = demo.fabric_floor_gbps(5.21, seeded["rate_mbit"])
-    healthy_worst = 5.21 * demo.HEALTHY_PAIR_FRACTION
+    floor = symphony_lab.pair_floor_gbps(CALIBRATION, seeded["rate_mbit"])
+    healthy_worst = 5.21 * symphony_lab.HEALTHY_PAIR_FRACTION
     assert floor / (seeded["rate_mbit"] / 1000) == pytest.approx(healthy_worst / floor, rel=0.01)
     assert floor / (seeded["rate_mbit"] / 1000) > 2
 
@@ -176,3 +176,5 @@ def test_demo_fabric_floor_sits_between_the_seeded_link_and_a_healthy_pair(repo_
     Lab.calibration = None
     with pytest.raises(demo.DemoError, match="no iperf3 calibration"):
         demo.write_calibrated_vars(console, Lab())
+    with pytest.raises(LabError, match="no iperf3 figure"):
+        symphony_lab.pair_floor_gbps(_figures(stress_ng_cpu__bogo_ops_per_s=1.0), 100)
