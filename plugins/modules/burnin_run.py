@@ -50,8 +50,8 @@ options:
     type: dict
   calibration:
     description:
-      - The machine's measured baseline (C(build/lab/calibration.json) on the lab), which thresholds of the form
-        C({of: <figure>, fraction: f}) or C({of: <figure>, multiple: m}) resolve against (the lab profile's floors).
+      - "The machine's measured baseline (C(build/lab/calibration.json) on the lab), which thresholds of the form
+        C({of: <figure>, fraction: f}) or C({of: <figure>, multiple: m}) resolve against (the lab profile's floors)."
       - Without it such thresholds are not applied; the returned C(plan) shows the thresholds each test used.
     type: dict
   evidence_dir:
