@@ -90,6 +90,8 @@ class NodeRun:
         self.plan: Any = None
         self.applied: dict[str, str] = {}
         self.reset_needed: list[str] = []
+        # ResetType values a staged job asks for (a Dell job: "... PowerCycle"); the runtime boot sends the first
+        self.reset_types: list[str] = []
         self.writes = 0
         self.results: list[CheckResult] = []
         self.statuses: dict[str, str] = {}

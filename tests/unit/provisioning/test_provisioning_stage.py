@@ -80,7 +80,8 @@ def test_converge_record_and_rerun_without_writes(fleet):
     oob, ver = _converge(fleet)
     checks = {c["check"]: c for c in oob["hosts"]["pv-u06"]["checks"]}
     assert checks["firmware:bmc"]["reason"].startswith("updated to 11.01.01; the BMC rebooted itself")
-    assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged; activates at the "
+    assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged (task "
+                                                 "/redfish/v1/TaskService/Tasks/2 Completed); activates at the "
                                                  "runtime boot reset (host_reset)")
     assert checks["runtime_boot"]["status"] == "pass"
     bios = {c["check"]: c for c in oob["hosts"]["pv-u10"]["checks"]}["bios_settings"]
