@@ -4,6 +4,12 @@
 ``state``, ``tasks``, ``schedule``, ``invalidate``, ``_clock``/``_wall`` and ``_bmc_reboot``.  Images follow
 the README's image rule: a demo image's bytes are :func:`demo_image_bytes`, whose sha256 the SKU manifests carry.
 Task shapes and messages follow DSP0268 Task and the DMTF Update registry (R-15, R-17).
+
+A Supermicro BMC (``system.bmc_vendor: Supermicro``) updates in two phases, as the X13 does (the capture's
+UpdateService offers ``#UpdateService.StartUpdate``; SMC.1.0.0 registry): the multipart push answers 202 with the
+verify Task in the body and no ``Location``; the verified image waits (``AwaitToUpdate``) and installs only on
+``UpdateService.StartUpdate``; a second push meanwhile is refused ``OemFirmwareAlreadyInUpdateMode`` until a BMC
+reset (which wipes the task store, and the waiting image with it).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from symphony_emulator.replies import error_body, fill_message, jreply, now_iso
 from symphony_emulator.resources import ROOT, T, collection_type, link
 
 UPDATE = "Update.1.3"
+SMC = "SMC.1.0.0"
 DEMO_IMAGE_PREFIX = "symphony-demo-image"
 _IMAGE_PATH = re.compile(r"/(?P<component>[a-z0-9][a-z0-9_]*)/(?P<version>[^/]+)/image\.bin$")
 
@@ -118,9 +125,30 @@ class FirmwareUpdates:
                 or self._component(text[2]) is None:
             return self._new_task(None, None, "UpdateFile", "verify_failed", sha256=actual)
         outcome = "verify_failed" if expected and expected.lower() != actual else "ok"
+        if self._two_phase():
+            if self._awaiting_start() is not None:
+                return jreply(400, _smc_error("OemFirmwareAlreadyInUpdateMode", [text[2]]))
+            return self._new_task(text[2], text[3], "UpdateFile", outcome, sha256=actual, phase="verify")
         return self._new_task(text[2], text[3], "UpdateFile", outcome, sha256=actual)
 
-    def _new_task(self, comp_id, version, image, outcome, sha256=None):
+    def _two_phase(self):
+        """Whether this BMC installs a pushed image only on StartUpdate (Supermicro)."""
+        return self.spec.sku["system"].get("bmc_vendor") == "Supermicro"
+
+    def _awaiting_start(self):
+        """The verified task whose image waits for StartUpdate, or None."""
+        return next((t for t in self.tasks.values() if t.get("awaiting_start")), None)
+
+    def _start_update(self, _data):
+        """UpdateService.StartUpdate: install the verified image (Supermicro's second phase)."""
+        waiting = self._awaiting_start()
+        if waiting is None:
+            return jreply(400, _smc_error("OemFirmwareNotInUpdateMode", []))
+        waiting["awaiting_start"] = False
+        return self._new_task(waiting["component"], waiting["version"], waiting["image"], waiting["outcome"],
+                              sha256=waiting["sha256"])
+
+    def _new_task(self, comp_id, version, image, outcome, sha256=None, phase="install"):
         if comp_id and outcome == "ok":
             for d in self.spec.by_kind.get("firmware_task_fails", []):
                 if d["component"] == comp_id:
@@ -130,11 +158,13 @@ class FirmwareUpdates:
         task = {"id": tid, "component": comp_id, "version": version, "image": image, "outcome": outcome,
                 "state": "Running", "status": "OK", "start": self._clock(), "start_wall": self._wall(),
                 "end_wall": None, "duration": float(self.state.faults["task_duration_s"]), "messages": [],
-                "sha256": sha256}
+                "sha256": sha256, "phase": phase, "awaiting_start": False}
         task["messages"].append(_update_msg("UpdateInProgress", []))
         self.tasks[tid] = task
         self.schedule(task["duration"], lambda due: self._finish_task(task, due))
         monitor = "%s/TaskService/Tasks/%s/Monitor" % (ROOT, tid)
+        if phase == "verify":   # Supermicro: the Task in the body, no Location
+            return jreply(202, self._task_body(task))
         return jreply(202, self._task_body(task), {"Location": monitor, "Retry-After": "1"})
 
     def _finish_task(self, task, due):
@@ -157,8 +187,12 @@ class FirmwareUpdates:
             task.update(state="Completed", status="Critical")
             task["messages"].append(_update_msg("ApplyFailed", [task["image"], target], "Critical"))
             return
-        activation = comp["activation"]
         task.update(state="Completed", status="OK")
+        if task["phase"] == "verify":
+            task["awaiting_start"] = True
+            task["messages"].append(_update_msg("AwaitToUpdate", [task["image"], target]))
+            return
+        activation = comp["activation"]
         if activation == "none":
             self.state.versions[comp["id"]] = task["version"]
             task["messages"].append(_update_msg("UpdateSuccessful", [target, task["image"]]))
@@ -215,9 +249,19 @@ def _update_msg(message_id, args, severity="OK"):
         "UpdateInProgress": "An update is in progress.",
         "UpdateSuccessful": "Device '%1' successfully updated with image '%2'.",
         "AwaitToActivate": "Awaiting for an action to proceed with activating image '%1' on '%2'.",
+        "AwaitToUpdate": "Awaiting for an action to proceed with installing image '%1' on '%2'.",
         "TransferFailed": "Transfer of image '%1' to '%2' failed.",
         "VerificationFailed": "Verification of image '%1' at '%2' failed.",
         "ApplyFailed": "Installation of image '%1' to '%2' failed.",
     }
     return {"MessageId": "%s.%s" % (UPDATE, message_id), "Message": fill_message(templates[message_id], args),
             "MessageArgs": [str(a) for a in args], "MessageSeverity": severity}
+
+
+def _smc_error(message_id, args):
+    """An error in Supermicro's SMC.1.0.0 registry (messages as the capture's registry words them)."""
+    templates = {"OemFirmwareAlreadyInUpdateMode": "The %1 firmware update was already in update mode.",
+                 "OemFirmwareNotInUpdateMode": "The BMC firmware update was not in update mode."}
+    info = {"MessageId": "%s.%s" % (SMC, message_id), "Message": fill_message(templates[message_id], args),
+            "MessageArgs": [str(a) for a in args], "MessageSeverity": "Warning"}
+    return {"error": {"code": info["MessageId"], "message": info["Message"], "@Message.ExtendedInfo": [info]}}

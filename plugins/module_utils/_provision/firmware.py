@@ -163,7 +163,11 @@ def apply_oob_firmware(nd: NodeRun, step: Step) -> Outcome:
     uris = _member_uris(nd.inv, step)
     started = time.monotonic()
     start = caps.get("start_update")
-    two_phase = step.method == "redfish_multipart" and bool(start)
+    # two-phase where StartUpdate exists and the push does not rule OnStartUpdateRequest out (Supermicro lists no
+    # OperationApplyTimeSupport; NVIDIA's DPU/GB200 BMCs list only Immediate and have no StartUpdate)
+    apply_times = caps.get("multipart_apply_times")
+    two_phase = step.method == "redfish_multipart" and bool(start) and (
+        apply_times is None or "OnStartUpdateRequest" in apply_times)
     try:
         if step.method == "redfish_multipart":
             push = caps.get("multipart_http_push_uri")

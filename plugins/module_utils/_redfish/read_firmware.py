@@ -61,6 +61,8 @@ class FirmwareReader(LogReader):
             caps["http_push_uri"] = upd.get("HttpPushUri")
             # UpdateService v1_7_0 StartUpdate: images pushed OnStartUpdateRequest install only on it (Supermicro)
             caps["start_update"] = ((upd.get("Actions") or {}).get("#UpdateService.StartUpdate") or {}).get("target")
+            caps["multipart_apply_times"] = (upd.get("MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")
+                                             or {}).get("SupportedValues")
         if "firmware" in self.sections and link(upd, "FirmwareInventory"):
             items = self.members("firmware", upd["FirmwareInventory"]["@odata.id"])
             self.inv.firmware.extend(normalise_firmware(items))
