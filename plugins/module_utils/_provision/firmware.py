@@ -217,6 +217,7 @@ def apply_oob_firmware(nd: NodeRun, step: Step) -> Outcome:
                     return failed("%s after UpdateService.StartUpdate" % NO_TASK,
                                   "read the BMC's update state; cold-reset the BMC if it stays in update mode",
                                   observed=step.observed, expected=step.target, evidence=evidence)
+                evidence["verify_task"] = evidence["task"]
                 evidence["start_update_task"] = evidence["task"] = _follow(nd, rsp, until_pending=staged)
         elif step.method == "redfish_simple_update" and _hpe_state(nd) is not None:
             evidence["hpe_state"] = _wait_hpe(nd)

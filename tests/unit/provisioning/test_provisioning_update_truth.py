@@ -1,0 +1,117 @@
+"""Issue 16: an out-of-band firmware step is done or staged only with the BMC's evidence, on the emulator's BMCs.
+
+The emulator's Supermicro BMC pushes in two phases (verify Task in the 202 body, install on StartUpdate); a
+``tamper`` hook rewrites one answer the way another BMC gives it (no task at all, a refusal).  Before the fix the
+product read no body and sent no StartUpdate: the BIOS step passed "staged" with nothing behind it.
+"""
+
+import json
+import time
+from urllib.parse import unquote
+
+import pytest
+import requests
+import requests_mock
+from requests_mock.response import create_response
+
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
+from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin
+from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import ProvisionSettings, run_stage
+
+from symphony_emulator import demo_image_bytes
+from symphony_emulator.bmc import BMC
+from symphony_emulator.replies import Reply
+from symphony_emulator.tree import Spec
+
+from .test_provisioning_stage import FAST, PASSWORD, _demo_images
+
+HOST = "pv-u06"
+BIOS_OLD = "BIOS Date: 01/12/2023 Ver 1.2"
+UPLOAD = "/redfish/v1/UpdateService/upload"
+
+
+@pytest.fixture
+def node(repo_root, tmp_path):
+    skus = load_skus(str(repo_root / "skus"))
+    twin = load_twin(str(repo_root / "molecule" / "provisioning" / "provisioning.twin.yml"), skus.keys())
+    images = _demo_images(skus, tmp_path / "images")
+    spec = Spec(twin.nodes[HOST], skus[twin.nodes[HOST]["sku"]],
+                [{"kind": "firmware_drift", "component": "bios", "version": BIOS_OLD}])
+    bmc = BMC(spec, "admin", PASSWORD, {"*": FAST})
+    (tmp_path / "bmcs.json").write_text(json.dumps(
+        {"bmcs": {HOST: {"url": "https://%s.bmc.test" % HOST, "username": "admin", "password": PASSWORD}}}))
+    tamper = {}
+
+    def match(request):
+        path, _sep, query = request.path_url.partition("?")
+        reply = bmc.handle(request.method, unquote(path), unquote(query), request.headers, request.body or b"")
+        hook = tamper.get((request.method, unquote(path)))
+        if hook is not None:
+            reply = hook(reply)
+        if reply.abort:
+            raise requests.exceptions.ConnectionError("connection reset by the emulator")
+        return create_response(request, status_code=reply.status, headers=reply.headers, content=reply.body)
+
+    mocker = requests_mock.Mocker()
+    mocker.add_matcher(match)
+    settings = ProvisionSettings(bmc_map=str(tmp_path / "bmcs.json"), ledger=str(tmp_path / "ledger.sqlite"),
+                                 image_dir=str(images), runtime_probe="emulator", poll_s=0.05, task_timeout_s=10,
+                                 bmc_reboot_timeout_s=10, retries=1, read_timeout=3, connect_timeout=1,
+                                 optional=("tunings",))
+    with mocker:
+        yield {"nodes": {HOST: twin.nodes[HOST]}, "skus": skus, "settings": settings, "bmc": bmc, "tamper": tamper}
+
+
+def _checks(out):
+    return {c["check"]: c for c in out["hosts"][HOST]["checks"]}
+
+
+def _rows(settings):
+    ledger = open_ledger(settings.ledger)
+    try:
+        return {r.check: r for r in ledger.history(HOST, "provisioning")}
+    finally:
+        ledger.close()
+
+
+def test_two_phase_push_is_staged_with_both_tasks_and_verifies(node):
+    oob = run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band")
+    bios = _checks(oob)["firmware:bios"]
+    assert bios["status"] == "pass" and " staged (task /redfish/v1/TaskService/Tasks/2 Completed)" in bios["reason"]
+    ev = _rows(node["settings"])["firmware:bios"].evidence
+    assert ev["verify_task"]["found_in"] == "body" and ev["verify_task"]["state"] == "Completed"
+    assert ev["task"] == ev["start_update_task"] and ev["task"]["found_in"] == "location"
+    assert ev["start_update_task"]["messages"][-1] == "Update.1.3.AwaitToActivate"
+    ver = run_stage(node["nodes"], node["skus"], node["settings"], "verify", run_id=oob["run_id"])
+    # the image really installed: before the fix it waited for a StartUpdate that was never sent
+    assert ver["hosts"][HOST]["gate"]["status"] == "pass", _checks(ver)["verify"]
+
+
+def test_accepted_without_any_task_is_a_fail_not_staged(node):
+    # a BMC that answers 202 and names no task anywhere (no Location, no Task body, no MessageArgs)
+    node["tamper"][("POST", UPLOAD)] = lambda reply: Reply(202, b"", {})
+    oob = run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band")
+    bios = _checks(oob)["firmware:bios"]
+    assert bios["status"] == "fail"
+    assert bios["reason"].startswith("the BMC accepted the update but shows no task or pending state")
+    assert node["bmc"].describe()["staged_firmware"] == {}
+
+
+def test_already_in_update_mode_asks_for_a_bmc_cold_reset(node):
+    bmc = node["bmc"]
+    # an earlier run pushed the image and died before StartUpdate: the BMC stays in update mode
+    image = demo_image_bytes(bmc.spec.sku["sku"], "bios", "BIOS Date: 08/04/2023 Ver 1.4")
+    boundary = "XsymphonyX"
+    body = (b'--%s\r\nContent-Disposition: form-data; name="UpdateFile"; filename="i.bin"\r\n'
+            b'Content-Type: application/octet-stream\r\n\r\n%s\r\n--%s--\r\n' % (boundary.encode(), image,
+                                                                              boundary.encode()))
+    first = bmc.handle("POST", UPLOAD, "", {"Content-Type": "multipart/form-data; boundary=%s" % boundary,
+                                            "Authorization": requests.auth._basic_auth_str("admin", PASSWORD)}, body)
+    assert first.status == 202
+    time.sleep(0.1)   # the verify task ends (FAST: 0.05 s)
+    oob = run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band")
+    bios = _checks(oob)["firmware:bios"]
+    assert bios["status"] == "fail" and "still in update mode" in bios["reason"]
+    row = _rows(node["settings"])["firmware:bios"]
+    assert "cold-reset the BMC" in row.remediation and "OemFirmwareAlreadyInUpdateMode" in row.reason
