@@ -32,20 +32,24 @@ UPLOAD = "/redfish/v1/UpdateService/upload"
 
 
 @pytest.fixture
-def node(repo_root, tmp_path):
+def make_node(repo_root, tmp_path):
+    """make_node(sku, defects) -> {"nodes", "skus", "settings", "bmc", "tamper", "sent"}: pv-u06 built as ``sku``.
+
+    ``tamper[(method, path)]``: ``fn(reply) -> reply`` rewrites the emulator's answer; ``sent``: (method, path,
+    JSON body or None) of every write."""
     skus = load_skus(str(repo_root / "skus"))
     twin = load_twin(str(repo_root / "molecule" / "provisioning" / "provisioning.twin.yml"), skus.keys())
-    images = _demo_images(skus, tmp_path / "images")
-    spec = Spec(twin.nodes[HOST], skus[twin.nodes[HOST]["sku"]],
-                [{"kind": "firmware_drift", "component": "bios", "version": BIOS_OLD}])
-    bmc = BMC(spec, "admin", PASSWORD, {"*": FAST})
     (tmp_path / "bmcs.json").write_text(json.dumps(
         {"bmcs": {HOST: {"url": "https://%s.bmc.test" % HOST, "username": "admin", "password": PASSWORD}}}))
-    tamper = {}
+    mocker = requests_mock.Mocker()
+    made = {}
 
     def match(request):
+        bmc, tamper = made["bmc"], made["tamper"]
         path, _sep, query = request.path_url.partition("?")
         reply = bmc.handle(request.method, unquote(path), unquote(query), request.headers, request.body or b"")
+        if request.method in ("POST", "PATCH") and "json" in request.headers.get("Content-Type", ""):
+            made["sent"].append((request.method, unquote(path), json.loads(request.body or b"null")))
         hook = tamper.get((request.method, unquote(path)))
         if hook is not None:
             reply = hook(reply)
@@ -53,14 +57,28 @@ def node(repo_root, tmp_path):
             raise requests.exceptions.ConnectionError("connection reset by the emulator")
         return create_response(request, status_code=reply.status, headers=reply.headers, content=reply.body)
 
-    mocker = requests_mock.Mocker()
     mocker.add_matcher(match)
-    settings = ProvisionSettings(bmc_map=str(tmp_path / "bmcs.json"), ledger=str(tmp_path / "ledger.sqlite"),
-                                 image_dir=str(images), runtime_probe="emulator", poll_s=0.05, task_timeout_s=10,
-                                 bmc_reboot_timeout_s=10, retries=1, read_timeout=3, connect_timeout=1,
-                                 optional=("tunings",))
+
+    def make(sku="hgx_h100_supermicro", defects=({"kind": "firmware_drift", "component": "bios",
+                                                  "version": BIOS_OLD},)):
+        # one SKU's images only: SKUs share image file names
+        images = _demo_images({sku: skus[sku]}, tmp_path / ("images-" + sku))
+        settings = ProvisionSettings(bmc_map=str(tmp_path / "bmcs.json"), ledger=str(tmp_path / "ledger.sqlite"),
+                                     image_dir=str(images), runtime_probe="emulator", poll_s=0.05, task_timeout_s=10,
+                                     bmc_reboot_timeout_s=10, retries=1, read_timeout=3, connect_timeout=1,
+                                     optional=("tunings",))
+        node = dict(twin.nodes[HOST], sku=sku)
+        made.update(bmc=BMC(Spec(node, skus[sku], list(defects)), "admin", PASSWORD, {"*": FAST}), tamper={},
+                    sent=[])
+        return dict(made, nodes={HOST: node}, skus=skus, settings=settings)
+
     with mocker:
-        yield {"nodes": {HOST: twin.nodes[HOST]}, "skus": skus, "settings": settings, "bmc": bmc, "tamper": tamper}
+        yield make
+
+
+@pytest.fixture
+def node(make_node):
+    return make_node()
 
 
 def _checks(out):
@@ -115,3 +133,55 @@ def test_already_in_update_mode_asks_for_a_bmc_cold_reset(node):
     assert bios["status"] == "fail" and "still in update mode" in bios["reason"]
     row = _rows(node["settings"])["firmware:bios"]
     assert "cold-reset the BMC" in row.remediation and "OemFirmwareAlreadyInUpdateMode" in row.reason
+
+
+# ------------------------------------------------------------------ Dell jobs and HPE's update state (SimpleUpdate)
+SIMPLE = "/redfish/v1/UpdateService/Actions/SimpleUpdate"
+JOB = "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_42"
+
+
+def _dgx(make_node):
+    node = make_node("dgx_h100", ({"kind": "firmware_drift", "component": "bios", "version": "01.01.01"},))
+    simple = node["bmc"].tree["/redfish/v1/UpdateService"]["Actions"]["#UpdateService.SimpleUpdate"]["target"]
+    return node, simple
+
+
+def _json_reply(status, body, headers=None):
+    return lambda _reply: Reply(status, json.dumps(body).encode() if body is not None else b"",
+                                dict({"Content-Type": "application/json"}, **(headers or {})))
+
+
+def test_dell_job_scheduled_is_staged_with_the_job_and_its_reset(make_node):
+    node, simple = _dgx(make_node)
+    node["tamper"][("POST", simple)] = _json_reply(202, None, {"Location": JOB})
+    node["tamper"][("GET", JOB)] = _json_reply(200, {
+        "@odata.id": JOB, "@odata.type": "#DellJob.v1_5_0.DellJob", "Id": "JID_42", "JobState": "Scheduled",
+        "Message": "Job scheduled, server reboot pending: PowerCycle"})
+    oob = run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band")
+    step = _checks(oob)["firmware:bios"]
+    assert step["status"] == "pass" and "staged (task %s Scheduled)" % JOB in step["reason"], step
+    ev = _rows(node["settings"])["firmware:bios"].evidence
+    assert ev["task"]["pending"] is True and ev["task"]["reset_type"] == "PowerCycle"
+    resets = [b["ResetType"] for m, p, b in node["sent"] if p.endswith("ComputerSystem.Reset")]
+    assert resets == ["PowerCycle"]
+
+
+def test_dell_job_failed_fails_the_step(make_node):
+    node, simple = _dgx(make_node)
+    node["tamper"][("POST", simple)] = _json_reply(202, None, {"Location": JOB})
+    node["tamper"][("GET", JOB)] = _json_reply(200, {"@odata.id": JOB, "JobState": "Failed",
+                                                     "Message": "Unable to verify the update package."})
+    step = _checks(run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band"))["firmware:bios"]
+    assert step["status"] == "fail" and "ended Failed: Unable to verify the update package." in step["reason"]
+
+
+@pytest.mark.parametrize("state, status", [("Complete", "pass"), ("Idle", "fail")])
+def test_hpe_update_state_stands_for_the_task(make_node, state, status):
+    node, simple = _dgx(make_node)
+    node["tamper"][("POST", simple)] = _json_reply(200, {})      # iLO: no task, the state is on UpdateService
+    service = dict(node["bmc"].tree["/redfish/v1/UpdateService"], Oem={"Hpe": {"State": state}})
+    node["tamper"][("GET", "/redfish/v1/UpdateService")] = _json_reply(200, service)
+    step = _checks(run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band"))["firmware:bios"]
+    assert step["status"] == status, step
+    if status == "fail":
+        assert step["reason"].startswith("the BMC accepted the update but shows no task or pending state")
