@@ -4,8 +4,12 @@
 """The Redfish client's transport: one HTTP exchange with the retry policy, TLS and typed errors.
 
 On sushy's connector (``sushy.connector.Connector``: requests session, ``OData-Version`` and
-``Accept-Encoding: identity`` headers, weak->strong->no ETag retry on 412 for PATCH), this adds
-(cases in ``shared/cases/redfish-cases.md``):
+``Accept-Encoding: identity`` headers), this adds (cases in ``shared/cases/redfish-cases.md``):
+
+* ``If-Match`` sent as given, never dropped (sushy's ``patch()`` re-sends a refused PATCH without it; the ETag
+  policy is in :mod:`.writes`); entity tags normalised (:func:`normalise_etag`);
+* redirects handled here, not by requests (which would re-send a redirected POST as a GET): see
+  :meth:`Transport._redirect`;
 
 * retries with exponential backoff for connection errors, read timeouts, 408, 429 and every 5xx,
   honouring ``Retry-After`` (sushy retries 5xx GETs at a fixed delay and never looks at

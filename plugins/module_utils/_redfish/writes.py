@@ -25,6 +25,9 @@ from .transport import RedfishResponse
 
 # a Task (DSP0268 Task), a Job (DSP0268 Job) or Dell's DellJob (Managers/iDRAC.Embedded.1/Jobs/JID_*)
 _TASK_TYPES = ("#Task.", "#Job.", "#DellJob.")
+# iDRAC9 names a new job by its id alone (JCP027 "The job %1 is successfully created"); it lives under the manager
+_DELL_JOB_ID = re.compile(r"^JID_\d+$")
+DELL_JOBS = "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/"
 _TASK_URI = re.compile(r"^(?:https?://[^/]+)?/redfish/v1/\S*/(?:Tasks|Jobs)/[^/\s]+(?:/Monitor)?$")
 
 
@@ -46,6 +49,8 @@ def task_of(rsp: RedfishResponse) -> tuple[Optional[str], Optional[str]]:
         for arg in entry.get("MessageArgs") or []:
             if isinstance(arg, str) and _TASK_URI.match(arg.strip()):
                 return arg.strip(), "message_args"
+            if isinstance(arg, str) and _DELL_JOB_ID.match(arg.strip()):
+                return DELL_JOBS + arg.strip(), "message_args"
     return None, None
 
 

@@ -195,3 +195,30 @@ def test_task_completed_awaiting_activation_is_pending(bmc, client):
         "Messages": [{"MessageId": "Update.1.0.AwaitToActivate", "MessageArgs": ["img", "BIOS"]}]}))
     out = client.wait_task("/redfish/v1/TaskService/Tasks/2", poll_s=0)
     assert out["pending"] is True
+
+
+def test_dell_job_id_alone_in_message_args(bmc, client):
+    bmc.set("POST", UPLOAD, (200, {}, {"@Message.ExtendedInfo": [
+        {"MessageId": "IDRAC.2.8.JCP027", "MessageArgs": ["JID_274119212345"]}]}))
+    assert client.post(UPLOAD, {})["task_monitor"] == "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_274119212345"
+
+
+# ------------------------------------------------------------------ a redirected login
+SESSIONS = "/redfish/v1/SessionService/Sessions"
+
+
+def test_login_redirected_by_301_names_the_redirect_not_the_credentials(bmc):
+    # before: requests re-sent the login as a GET, the BMC answered 401 and the run blamed the password
+    bmc.set("POST", SESSIONS, (301, {"Location": "/redfish/v1/SessionService/Sessions/"}, None))
+    c = RedfishClient(BASE, "admin", PW, sleep=lambda s: None, retries=0, auth="session")
+    with pytest.raises(RedfishHTTPError, match="HTTP 301 redirect of POST /redfish/v1/SessionService/Sessions"):
+        c.open()
+    c.close()
+
+
+def test_login_redirected_by_307_is_posted_again(bmc):
+    bmc.set("POST", SESSIONS, (307, {"Location": "/redfish/v1/SessionService/Sessions/"}, None))
+    c = RedfishClient(BASE, "admin", PW, sleep=lambda s: None, retries=0, auth="session")
+    with c:
+        assert c.used_auth == "session"
+    assert [r[0] for r in bmc.requests(path=SESSIONS + "/")][:1] == ["POST"]
