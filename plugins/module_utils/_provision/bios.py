@@ -120,8 +120,11 @@ def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
     bios = nd.inv.bios
     want_bios = nd.manifest.get("bios") or {}
     desired = {k: v[1] for k, v in step.changes.items()}
+    # If-Match unless the SKU explicitly turns it off (DSP0266 "ETags"); the row says when it was off
+    etag_off = want_bios.get("etag_mode") == "off"
     staged = stage_attributes(nd.client, bios, desired, want_bios.get("apply_time") or "OnReset",
-                              target=bios.get("settings_object") or want_bios.get("settings_path"), patch=nd.patch)
+                              target=bios.get("settings_object") or want_bios.get("settings_path"),
+                              patch=lambda path, body: nd.patch(path, body, etag=None if etag_off else "auto"))
     target = staged["target"]
     nd.reset_needed.append("bios_settings")
     if not staged["patched"]:
@@ -129,9 +132,11 @@ def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
                       reason="%d attributes already pending in %s; applied at the runtime boot reset"
                       % (len(desired), target))
     notes = list(bios.get("notes") or [])
+    if etag_off:
+        notes.append("sent without If-Match: the SKU's bios.etag_mode is off")
     return passed(observed=step.changes, expected=desired,
                   evidence={"settings_object": target, "status": staged["status"], "apply_time": staged["apply_time"],
-                            "notes": notes, "job": staged["task"]},
+                            "notes": notes, "job": staged["task"], "etag_mode": "off" if etag_off else "if_match"},
                   reason="%d attributes pending in %s (%s); applied at the runtime boot reset"
                   % (len(desired), target, ", ".join(sorted(desired))))
 

@@ -129,7 +129,7 @@ class NodeRun:
         self.writes += 1
         return self.client.post(path, body)
 
-    def patch(self, path: str, body: Any) -> Any:
-        """PATCH on the BMC, counted as a write."""
+    def patch(self, path: str, body: Any, etag: Optional[str] = "auto") -> Any:
+        """PATCH on the BMC, counted as a write (``etag``: as ``RedfishClient.patch``; None sends no If-Match)."""
         self.writes += 1
-        return self.client.patch(path, body)
+        return self.client.patch(path, body, etag=etag)

@@ -50,6 +50,7 @@ def make_node(repo_root, tmp_path):
         reply = bmc.handle(request.method, unquote(path), unquote(query), request.headers, request.body or b"")
         if request.method in ("POST", "PATCH") and "json" in request.headers.get("Content-Type", ""):
             made["sent"].append((request.method, unquote(path), json.loads(request.body or b"null")))
+            made["if_match"].append((request.method, unquote(path), request.headers.get("If-Match")))
         hook = tamper.get((request.method, unquote(path)))
         if hook is not None:
             reply = hook(reply)
@@ -69,7 +70,7 @@ def make_node(repo_root, tmp_path):
                                      optional=("tunings",))
         node = dict(twin.nodes[HOST], sku=sku)
         made.update(bmc=BMC(Spec(node, skus[sku], list(defects)), "admin", PASSWORD, {"*": FAST}), tamper={},
-                    sent=[])
+                    sent=[], if_match=[])
         return dict(made, nodes={HOST: node}, skus=skus, settings=settings)
 
     with mocker:
@@ -185,3 +186,22 @@ def test_hpe_update_state_stands_for_the_task(make_node, state, status):
     assert step["status"] == status, step
     if status == "fail":
         assert step["reason"].startswith("the BMC accepted the update but shows no task or pending state")
+
+
+# ------------------------------------------------------------------ the SKU's explicit etag_mode
+@pytest.mark.parametrize("mode", [None, "off"])
+def test_bios_patch_if_match_unless_the_sku_turns_it_off(make_node, mode):
+    node = make_node(defects=({"kind": "bios_drift", "attribute": "PCIeACSCTL_1E3C", "value": "Enable"},))
+    if mode:
+        node["skus"] = dict(node["skus"])
+        manifest = node["skus"]["hgx_h100_supermicro"] = dict(node["skus"]["hgx_h100_supermicro"])
+        manifest["bios"] = dict(manifest["bios"], etag_mode=mode)
+    oob = run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band")
+    assert _checks(oob)["bios_settings"]["status"] == "pass"
+    sent = [h for m, p, h in node["if_match"] if m == "PATCH" and "/Bios" in p]
+    row = _rows(node["settings"])["bios_settings"]
+    if mode == "off":
+        assert sent == [None] and row.evidence["etag_mode"] == "off"
+        assert "sent without If-Match: the SKU's bios.etag_mode is off" in row.evidence["notes"]
+    else:
+        assert len(sent) == 1 and sent[0] and row.evidence["etag_mode"] == "if_match"
