@@ -80,6 +80,7 @@ class Actions:
         for comp, version in list(st.staged.items()):
             st.versions[comp] = version
         st.staged = {}
+        self.run_scheduled_jobs()
         target = "Hdd"
         if st.boot["enabled"] in ("Once", "Continuous") and st.boot["target"] != "None":
             target = st.boot["target"]

@@ -10,6 +10,10 @@ UpdateService offers ``#UpdateService.StartUpdate``; SMC.1.0.0 registry): the mu
 verify Task in the body and no ``Location``; the verified image waits (``AwaitToUpdate``) and installs only on
 ``UpdateService.StartUpdate``; a second push meanwhile is refused ``OemFirmwareAlreadyInUpdateMode`` until a BMC
 reset (which wipes the task store, and the waiting image with it).
+
+A Dell BMC (``bmc_vendor: Dell``) answers SimpleUpdate with a job (iDRAC9 Redfish API guide, "Jobs"):
+``Location: Managers/<id>/Jobs/JID_<n>``, a ``DellJob`` with ``JobState``/``Message`` and no ``TaskState``; an image
+that activates at a host reset leaves its job ``Scheduled`` until that reset, then ``Completed``.
 """
 
 from __future__ import annotations
@@ -148,6 +152,10 @@ class FirmwareUpdates:
         return self._new_task(waiting["component"], waiting["version"], waiting["image"], waiting["outcome"],
                               sha256=waiting["sha256"])
 
+    def _dell_jobs(self):
+        """Whether this BMC reports updates as Dell jobs."""
+        return self.spec.sku["system"].get("bmc_vendor") == "Dell"
+
     def _new_task(self, comp_id, version, image, outcome, sha256=None, phase="install"):
         if comp_id and outcome == "ok":
             for d in self.spec.by_kind.get("firmware_task_fails", []):
@@ -165,6 +173,9 @@ class FirmwareUpdates:
         monitor = "%s/TaskService/Tasks/%s/Monitor" % (ROOT, tid)
         if phase == "verify":   # Supermicro: the Task in the body, no Location
             return jreply(202, self._task_body(task))
+        if self._dell_jobs():
+            task["job"] = True
+            return jreply(202, self._job_body(task), {"Location": self._job_uri(task)})
         return jreply(202, self._task_body(task), {"Location": monitor, "Retry-After": "1"})
 
     def _finish_task(self, task, due):
@@ -202,7 +213,39 @@ class FirmwareUpdates:
         else:   # host_reset / ac_cycle: staged until the host resets
             self.state.staged[comp["id"]] = task["version"]
             task["messages"].append(_update_msg("AwaitToActivate", [task["image"], target]))
+            if task.get("job"):
+                task["state"] = "Scheduled"   # a Dell job runs at the next host reset
         self.invalidate()
+
+    def run_scheduled_jobs(self):
+        """The host reset runs every Dell job waiting for it (called from the host boot)."""
+        for task in self.tasks.values():
+            if task.get("job") and task["state"] == "Scheduled":
+                task["state"] = "Completed"
+
+    def _job_uri(self, task):
+        return "%s/Jobs/JID_%s" % (self.spec.M, task["id"])
+
+    def _job_body(self, task):
+        """A DellJob (DellJob.v1_5_0): JobState and one Message instead of TaskState and Messages."""
+        state = task["state"]
+        if state == "Exception" or (state == "Completed" and task["status"] != "OK"):
+            state, message = "Failed", "Unable to complete the firmware update."
+        else:
+            message = {"Running": "Job in progress.", "Scheduled": "Task successfully scheduled.",
+                       "Completed": "Job completed successfully."}.get(state, state)
+        return {"@odata.id": self._job_uri(task), "@odata.type": "#DellJob.v1_5_0.DellJob",
+                "Id": "JID_%s" % task["id"], "Name": "Firmware Update: %s" % (task["component"] or "?"),
+                "JobType": "FirmwareUpdate", "JobState": state, "Message": message,
+                "PercentComplete": 100 if state in ("Completed", "Failed") else 50 if state == "Scheduled" else 10}
+
+    def get_job(self, path):
+        """GET ``Managers/<id>/Jobs/JID_<n>``."""
+        tid = path.rstrip("/").rsplit("/JID_", 1)[-1]
+        task = self.tasks.get(tid)
+        if task is None or not task.get("job"):
+            return jreply(404, error_body("ResourceNotFound", "DellJob", path.rsplit("/", 1)[-1]))
+        return jreply(200, self._job_body(task))
 
     def _task_body(self, task):
         uri = "%s/TaskService/Tasks/%s" % (ROOT, task["id"])

@@ -273,8 +273,12 @@ def _follow(nd: NodeRun, rsp: dict[str, Any], until_pending: bool) -> dict[str, 
 
 
 def _hpe_state(nd: NodeRun) -> Any:
-    """HPE iLO's ``UpdateService.Oem.Hpe.State`` (None on other BMCs)."""
-    body = nd.client.get("/redfish/v1/UpdateService")
+    """HPE iLO's ``UpdateService.Oem.Hpe.State`` (None on other BMCs, or when the BMC does not answer: a BMC
+    rebooting into its new firmware is judged by its version read afterwards)."""
+    try:
+        body = nd.client.get("/redfish/v1/UpdateService")
+    except (RedfishConnectionError, RedfishTimeout, RedfishHTTPError):
+        return None
     return ((body.get("Oem") or {}).get("Hpe") or {}).get("State")
 
 

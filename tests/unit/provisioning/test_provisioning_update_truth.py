@@ -61,7 +61,7 @@ def make_node(repo_root, tmp_path):
     mocker.add_matcher(match)
 
     def make(sku="hgx_h100_supermicro", defects=({"kind": "firmware_drift", "component": "bios",
-                                                  "version": BIOS_OLD},)):
+                                                  "version": BIOS_OLD},), vendor=None):
         # one SKU's images only: SKUs share image file names
         images = _demo_images({sku: skus[sku]}, tmp_path / ("images-" + sku))
         settings = ProvisionSettings(bmc_map=str(tmp_path / "bmcs.json"), ledger=str(tmp_path / "ledger.sqlite"),
@@ -69,7 +69,9 @@ def make_node(repo_root, tmp_path):
                                      bmc_reboot_timeout_s=10, retries=1, read_timeout=3, connect_timeout=1,
                                      optional=("tunings",))
         node = dict(twin.nodes[HOST], sku=sku)
-        made.update(bmc=BMC(Spec(node, skus[sku], list(defects)), "admin", PASSWORD, {"*": FAST}), tamper={},
+        manifest = skus[sku] if vendor is None else dict(skus[sku], system=dict(skus[sku]["system"],
+                                                                                 bmc_vendor=vendor))
+        made.update(bmc=BMC(Spec(node, manifest, list(defects)), "admin", PASSWORD, {"*": FAST}), tamper={},
                     sent=[], if_match=[])
         return dict(made, nodes={HOST: node}, skus=skus, settings=settings)
 
@@ -205,3 +207,15 @@ def test_bios_patch_if_match_unless_the_sku_turns_it_off(make_node, mode):
         assert "sent without If-Match: the SKU's bios.etag_mode is off" in row.evidence["notes"]
     else:
         assert len(sent) == 1 and sent[0] and row.evidence["etag_mode"] == "if_match"
+
+
+def test_dell_shaped_bmc_converges_through_its_scheduled_job(make_node):
+    # the emulator's Dell shape: SimpleUpdate -> DellJob, Scheduled until the runtime boot's reset
+    node = make_node("dgx_h100", ({"kind": "firmware_drift", "component": "bios", "version": "01.01.01"},),
+                     vendor="Dell")
+    oob = run_stage(node["nodes"], node["skus"], node["settings"], "out_of_band")
+    step = _checks(oob)["firmware:bios"]
+    assert step["status"] == "pass" and " Scheduled); activates at the runtime boot reset" in step["reason"], step
+    assert _rows(node["settings"])["firmware:bios"].evidence["task"]["uri"].startswith(node["bmc"].spec.M + "/Jobs/")
+    ver = run_stage(node["nodes"], node["skus"], node["settings"], "verify", run_id=oob["run_id"])
+    assert ver["hosts"][HOST]["gate"]["status"] == "pass", ver["hosts"][HOST]["checks"]
