@@ -38,6 +38,7 @@ UPDATE_MODE_KEYS = ("OemFirmwareAlreadyInUpdateMode", "OemCpldAlreadyInUpdateMod
 HPE_DONE, HPE_ERROR = ("Complete",), ("Error",)
 HPE_RUNNING = ("Uploading", "Verifying", "Writing", "Updating")
 
+
 def image_file(settings: ProvisionSettings, step: Step) -> Optional[str]:
     """Path of the local copy of a step's image: ``<image_dir>/<basename of image.uri>``, or None."""
     if not settings.image_dir or not step.image:

@@ -16,6 +16,7 @@ from .bios import wait_job
 from .fwplan import SKIP, UPDATE, Step, build_plan, diff_after
 from .node import READ_SECTIONS, NodeRun
 
+
 def verify(nd: NodeRun) -> Outcome:
     """Re-read FirmwareInventory and the BIOS; every version and attribute must be the manifest's.
 
