@@ -11,6 +11,7 @@ Task monitors of any URL shape, 202 on monitor and Task, ``Completed`` with a no
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Optional
 
@@ -30,7 +31,7 @@ TASK_AWAITS_RESET = frozenset(["Pending", "Scheduled", "Downloaded", "RebootPend
 # Update registry messages of a task whose image is staged until an activation (DMTF Update.1.x)
 AWAIT_MESSAGES = frozenset(["AwaitToActivate", "AwaitToUpdate"])
 # DSP0268 ComputerSystem.Reset ResetType values a Dell job message may ask for ("... PowerCycle ...")
-RESET_WORDS = ("PowerCycle", "ForceRestart", "GracefulRestart", "ForceOff", "On")
+RESET_WORDS = ("PowerCycle", "ForceRestart", "GracefulRestart")
 
 
 class Tasks(Session):
@@ -91,7 +92,7 @@ class Tasks(Session):
                     last.update(state=state, status=body.get("TaskStatus"), body=body, messages=messages,
                                 percent=body.get("PercentComplete"))
                     text = " ".join(str(m.get("Message") or "") for m in messages)
-                    last["reset_type"] = next((w for w in RESET_WORDS if w in text.split()), None)
+                    last["reset_type"] = next((w for w in RESET_WORDS if re.search(r"\b%s\b" % w, text)), None)
                     awaits = any(message_key(m.get("MessageId")) in AWAIT_MESSAGES for m in messages) or \
                         "reboot pending" in text.lower()
                     if state == "Completed":

@@ -184,9 +184,9 @@ def test_dell_job_that_ended_with_errors_fails(bmc, client, state):
 def test_dell_job_scheduled_waits_for_a_reset_and_names_it(bmc, client):
     bmc.set("GET", JOB, _job("Scheduled", "Task successfully scheduled, server reboot pending (PowerCycle)."))
     out = client.wait_task(JOB, poll_s=0, timeout_s=1, until_pending=True)
-    assert out["pending"] is True and out["state"] == "Scheduled" and out["reset_type"] is None
-    bmc.set("GET", JOB, _job("Scheduled", "Job scheduled; the server needs a PowerCycle"))
-    assert client.wait_task(JOB, poll_s=0, timeout_s=1, until_pending=True)["reset_type"] == "PowerCycle"
+    assert out["pending"] is True and out["state"] == "Scheduled" and out["reset_type"] == "PowerCycle"
+    bmc.set("GET", JOB, _job("Scheduled", "Task successfully scheduled."))
+    assert client.wait_task(JOB, poll_s=0, timeout_s=1, until_pending=True)["reset_type"] is None
 
 
 def test_task_completed_awaiting_activation_is_pending(bmc, client):
