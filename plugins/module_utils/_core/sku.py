@@ -190,6 +190,8 @@ SKU_SCHEMA: Dict[str, Any] = {
             "properties": {"attributes": {"type": "object",
                                           "additionalProperties": {"type": ["string", "integer", "boolean", "number"]}},
                            "settings_path": {"type": "string"},
+                           # off: no If-Match on the BIOS PATCH, for a BMC that refuses its own ETags (recorded)
+                           "etag_mode": {"enum": ["if_match", "off"]},
                            "apply_time": {"enum": ["Immediate", "OnReset", "AtMaintenanceWindowStart",
                                                    "InMaintenanceWindowOnReset"]}},
         },
