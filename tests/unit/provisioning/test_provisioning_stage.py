@@ -114,3 +114,18 @@ def test_plan_phase_reads_and_writes_nothing(fleet):
     assert out["writes"] == 0 and out["changed"] is False
     assert out["diff"]["before"]["pv-u10"] and out["plan_lines"]
     assert [c["check"] for c in out["hosts"]["pv-u06"]["checks"]] == ["inventory_read"]
+
+
+def test_a_node_another_run_holds_is_not_touched(fleet):
+    """Issue 25: a rerun raced a killed run's module (double uploads, double resets); now it stops for that node."""
+    ledger = open_ledger(fleet["settings"].ledger)
+    holder = {"run_id": "prov-other", "host": "controller-2.example", "pid": 4242, "stage": "provisioning"}
+    ledger.acquire_leases(["pv-u06"], holder, ttl_s=600)
+    oob = run_stage(fleet["nodes"], fleet["skus"], fleet["settings"], "out_of_band")
+    entry = oob["hosts"]["pv-u06"]
+    assert entry["writes"] == 0 and "gate" not in entry
+    assert "leased by run prov-other on host controller-2.example pid 4242" in entry["error"]
+    assert oob["hosts"]["pv-u10"]["writes"] > 0
+    assert ledger.history("pv-u06", "provisioning") == []
+    assert [(lease["node"], lease["run_id"]) for lease in ledger.leases()] == [("pv-u06", "prov-other")]
+    ledger.close()
