@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 from .errors import ManifestError
 from .schema import validate_document, load_yaml_file
-from .testkinds import NOT_EXPECTED_PARTS, PROFILE_TEST_KEYS, TEST_KINDS, check_burn_in_keys, kind_schema
+from .testkinds import NOT_EXPECTED_PARTS, TEST_KINDS, check_burn_in_keys, kind_schema
 
 # "none": never updated on its own (an InfoROM that comes with the GPU package, a part the BMC reports
 # with Updateable false); it is still audited against ``accepted``.
@@ -39,6 +39,30 @@ _PCIE = {
 }
 _SOURCES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}}
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean"]}}
+# A profile's threshold may instead be relative to a measured baseline (_burnin/calibration.py): a fraction of a
+# calibration figure (floors) or a multiple of it (ceilings), with the reason for that factor.
+_RELATIVE = {
+    "type": "object", "additionalProperties": False, "required": ["of", "why"],
+    "properties": {"of": {"type": "string", "pattern": "^[a-z0-9_]+\\.[a-z0-9_]+$"},
+                   "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                   "multiple": {"type": "number", "minimum": 1},
+                   "why": {"type": "string", "minLength": 1}},
+    "oneOf": [{"required": ["fraction"]}, {"required": ["multiple"]}],
+}
+_PROFILE_BURN_IN = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        # How many hosts run burnin_run at once (roles/burn_in throttle); absent or 0 = no limit.
+        "max_concurrent_hosts": {"type": "integer", "minimum": 0},
+        "tests": {"type": "object", "additionalProperties": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"cost_s": {"type": "number", "minimum": 0}, "timeout_s": {"type": "number", "minimum": 1},
+                           "flaky": {"type": "boolean"}, "params": {"type": "object"},
+                           "thresholds": {"type": "object", "additionalProperties": {
+                               "anyOf": [{"type": ["number", "string", "boolean"]}, _RELATIVE]}},
+                           "sources": _SOURCES}}},
+    },
+}
 
 SKU_SCHEMA: Dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -254,12 +278,9 @@ SKU_SCHEMA: Dict[str, Any] = {
             "properties": {"description": {"type": "string"},
                            "inband_bom": {"type": "object"},
                            "not_expected": {"type": "array", "items": {"enum": list(NOT_EXPECTED_PARTS)}},
-                           # merged over burn_in.tiers[].tests[] by name; names and keys checked by
-                           # testkinds.check_burn_in_keys (a name's kind is not expressible here)
-                           "burn_in": {"type": "object", "additionalProperties": False, "properties": {
-                               "tests": {"type": "object", "additionalProperties": {
-                                   "type": "object", "additionalProperties": False,
-                                   "properties": {k: {} for k in PROFILE_TEST_KEYS}}}}}}}},
+                           # test names and their per-kind keys: testkinds.check_burn_in_keys (a name's kind is
+                           # not expressible here)
+                           "burn_in": _PROFILE_BURN_IN}}},
         "sources": _SOURCES,
     },
 }

@@ -61,8 +61,6 @@ TEST_KINDS: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "rccl_all_reduce": {"params": _COLLECTIVE_PARAMS, "thresholds": ("min_busbw_gbps", "max_wrong")},
 }
 SECTIONS = ("params", "thresholds")
-# What a profile's burn_in.tests.<name> may change of a declared test (merged over it by name).
-PROFILE_TEST_KEYS = ("timeout_s", "cost_s", "flaky", "params", "thresholds")
 # What a profile's not_expected may name: bom parts, and the InfiniBand fabric (bom.nics with role fabric).
 NOT_EXPECTED_PARTS = ("cpus", "memory", "gpus", "nics", "nvme", "psus", "fans", "infiniband")
 
@@ -118,16 +116,13 @@ def check_burn_in_keys(manifest: Mapping[str, Any], where: str) -> None:
                 raise ManifestError("unknown part %r in not_expected (known: %s)"
                                     % (part, ", ".join(NOT_EXPECTED_PARTS)), where="%s.not_expected[%d]" % (path, index))
         burn_in = profile.get("burn_in")
-        if burn_in is None:
-            continue
-        _unknown(burn_in, ("tests",), "a profile's burn_in", path + ".burn_in")
-        overrides = burn_in.get("tests") or {}
+        # the other keys of a profile's burn_in and of its tests: the JSON Schema (sku._PROFILE_BURN_IN)
+        overrides = burn_in.get("tests") or {} if isinstance(burn_in, Mapping) else {}
         for test_name, override in (overrides.items() if isinstance(overrides, Mapping) else []):
             test_path = "%s.burn_in.tests.%s" % (path, test_name)
             if test_name not in kinds:
                 raise ManifestError("profile names test %r, which burn_in.tiers does not declare (declared: %s)"
                                     % (test_name, ", ".join(kinds) or "none"), where=test_path)
-            _unknown(override, PROFILE_TEST_KEYS, "a profile's test", test_path)
             if isinstance(override, Mapping):
                 check_test_keys(kinds[test_name], override, test_path)
 
