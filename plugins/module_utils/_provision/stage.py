@@ -156,7 +156,9 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
         results = derive_blocked(graph, list(by_check.values()))
         verdict = compute_gate(graph, results, ledger.waivers(host, STAGE) if ledger else ())
         verdict.reason = scrub(verdict.reason, [settings.password])
-        if ledger is not None and not check_mode:
+        # one gate row per node per run: the verify phase of this run_id records it (an out_of_band phase that
+        # could not read the BMC returns its verdict, and verify, which always follows in the role, records it)
+        if ledger is not None and not check_mode and phase == "verify":
             ledger.record_gate(verdict, run_id)
         out["gate"] = verdict.to_dict()
     return out

@@ -7,6 +7,7 @@ sends no write.  The same flow as tests/integration/test_provisioning_emulator.p
 
 import json
 import os
+from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -129,3 +130,14 @@ def test_a_node_another_run_holds_is_not_touched(fleet):
     assert ledger.history("pv-u06", "provisioning") == []
     assert [(lease["node"], lease["run_id"]) for lease in ledger.leases()] == [("pv-u06", "prov-other")]
     ledger.close()
+
+
+def test_one_gate_row_per_node_per_run_when_the_bmc_cannot_be_read(fleet):
+    """Issue 25: out_of_band recorded a gate for an unreadable BMC, and verify of the same run a second one."""
+    fleet["bmcs"]["pv-u10"].handle = lambda *args, **kwargs: SimpleNamespace(abort=True)
+    oob, ver = _converge(fleet)
+    assert oob["hosts"]["pv-u10"]["gate"]["status"] == ver["hosts"]["pv-u10"]["gate"]["status"] == "fail"
+    ledger = open_ledger(fleet["settings"].ledger)
+    rows = ledger._query("SELECT node, run_id FROM gates ORDER BY node")
+    ledger.close()
+    assert rows == [("pv-u06", oob["run_id"]), ("pv-u10", oob["run_id"])]
