@@ -36,7 +36,8 @@ def _exists(location: Optional[str]) -> bool:
 
 def evaluate(node: str, stage: str, checks: Sequence[Dict[str, Any]], run_id: str, optional: Iterable[str] = (),
              waivers: Iterable[str] = (), clock: Callable[[], float] = time.time,
-             earlier: Sequence[CheckResult] = (), declared: Iterable[str] = ()) -> Tuple[List[CheckResult], GateVerdict]:
+             earlier: Sequence[CheckResult] = (),
+             declared: Iterable[str] = ()) -> Tuple[List[CheckResult], GateVerdict]:
     """Derive ``blocked`` from the checks' graph and compute the gate from the latest result of every check; writes
     nothing.
 

@@ -375,7 +375,8 @@ class SQLiteLedger(Ledger):
 
     def leases(self, node: Optional[str] = None) -> List[Dict[str, Any]]:
         sql = "SELECT %s FROM leases" % ", ".join(self._LEASE_COLUMNS)
-        rows = self._query(sql + " WHERE node = ?", (node,)) if node is not None else self._query(sql + " ORDER BY node")
+        where, params = (" WHERE node = ?", (node,)) if node is not None else (" ORDER BY node", ())
+        rows = self._query(sql + where, params)
         return [dict(zip(self._LEASE_COLUMNS, row)) for row in rows]
 
     def close(self) -> None:

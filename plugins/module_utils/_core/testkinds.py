@@ -113,8 +113,8 @@ def check_burn_in_keys(manifest: Mapping[str, Any], where: str) -> None:
         path = "%s: $.profiles.%s" % (where, name)
         for index, part in enumerate(profile.get("not_expected") or []):
             if part not in NOT_EXPECTED_PARTS:
-                raise ManifestError("unknown part %r in not_expected (known: %s)"
-                                    % (part, ", ".join(NOT_EXPECTED_PARTS)), where="%s.not_expected[%d]" % (path, index))
+                raise ManifestError("unknown part %r in not_expected (known: %s)" % (part, ", ".join(NOT_EXPECTED_PARTS)),
+                                    where="%s.not_expected[%d]" % (path, index))
         burn_in = profile.get("burn_in")
         # the other keys of a profile's burn_in and of its tests: the JSON Schema (sku._PROFILE_BURN_IN)
         overrides = burn_in.get("tests") or {} if isinstance(burn_in, Mapping) else {}

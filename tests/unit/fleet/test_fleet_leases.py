@@ -14,7 +14,11 @@ import time
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.leases import NodeLeases
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import SCHEMA_VERSION, open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import run_batch
+from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage
+
+from symphony_emulator.fleet import load_twin
 
 # A second process: run A's batch on node n1 whose work waits for a file, so it holds n1 while the test runs B.
 HOLDER = r"""
@@ -133,10 +137,6 @@ def test_the_heartbeat_renews_while_the_batch_runs(ledger_path):
 
 def test_pre_deployment_does_not_touch_or_record_a_node_another_run_holds(ledger_path, repo_root):
     """The stage entry: a node leased by a live run elsewhere is blocked naming the holder, its BMC untouched."""
-    from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
-    from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage
-    from symphony_emulator.fleet import load_twin
-
     skus = load_skus(str(repo_root / "skus"))
     twin = load_twin(str(repo_root / "molecule" / "pre_deployment" / "data" / "pre_deployment.twin.yml"), skus.keys())
     holder = {"run_id": "pre-other", "host": "controller-2.example", "pid": 4242, "stage": "pre_deployment"}
