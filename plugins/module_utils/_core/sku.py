@@ -16,6 +16,7 @@ import os
 from typing import Any, Dict, List
 
 from .errors import ManifestError
+from .match import compile_match
 from .schema import validate_document, load_yaml_file
 from .testkinds import NOT_EXPECTED_PARTS, TEST_KINDS, check_burn_in_keys, kind_schema
 
@@ -179,10 +180,14 @@ SKU_SCHEMA: Dict[str, Any] = {
                     # matched with re.fullmatch); count = how many members must match.
                     "match": {"type": "object", "additionalProperties": False,
                               "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                             # JMESPath on the member (Redfish SoftwareInventory fields)
+                                             "query": {"type": "string"},
                                              "count": {"type": "integer", "minimum": 1},
                                              # literal member Ids as the real BMC names them (the emulator
                                              # serves these; the audit matches with the regexes above)
-                                             "ids": {"type": "array", "items": {"type": "string"}}}},
+                                             "ids": {"type": "array", "items": {"type": "string"}},
+                                             # their Names, index for index (the emulator serves these too)
+                                             "names": {"type": "array", "items": {"type": "string"}}}},
                 },
             },
         },
@@ -306,6 +311,7 @@ def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
         if comp["id"] in seen:
             raise ManifestError("firmware id %r appears twice" % comp["id"], where=path)
         seen.add(comp["id"])
+        compile_match(comp.get("match") or {}, "%s.match" % path)
         if comp.get("target") and comp["target"] not in comp["accepted"]:
             raise ManifestError("target %r is not among the accepted versions %s"
                                 % (comp["target"], comp["accepted"]), where=path)

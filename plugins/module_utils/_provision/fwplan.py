@@ -31,6 +31,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .._core.errors import ManifestError
+from .._redfish.firmware_match import describe, firmware_members
 
 SKIP = "skip"
 UPDATE = "update"
@@ -162,24 +163,11 @@ def compare_versions(a, b):
 
 # --------------------------------------------------------------------------- matching
 def members_of(component, firmware):
-    """FirmwareInventory items (``FirmwareItem``) that belong to a manifest component.
-
-    ``match.id`` (regex, ``re.fullmatch`` on the member Id) is the key; ``match.name`` is
-    used only when no Id pattern is given (the same rule as the pre-deployment audit).
+    """FirmwareInventory items (``FirmwareItem``) that belong to a manifest component: the one rule of
+    :func:`_redfish.firmware_match.firmware_members` (Id or Name regex, JMESPath ``query``), which the
+    pre-deployment audit uses too.  Raises :class:`ManifestError` on a match that does not compile.
     """
-    match = component.get("match") or {}
-    try:
-        if match.get("id"):
-            rx = re.compile(match["id"])
-            return [i for i in firmware if rx.fullmatch(i.id or "")]
-        if match.get("name"):
-            rx = re.compile(match["name"])
-            return [i for i in firmware if rx.fullmatch(i.name or "")]
-    except re.error as exc:
-        raise ManifestError("match pattern of %s is not a valid regex: %s" % (component.get("id"), exc),
-                            where="firmware[%s].match" % component.get("id"))
-    ids = match.get("ids") or [component["id"]]
-    return [i for i in firmware if i.id in ids]
+    return firmware_members(component, firmware)
 
 
 def _downgrade(target, observed_versions):
@@ -199,7 +187,7 @@ def plan_component(component, firmware, allow_downgrade=False):
                 target=target, accepted=accepted, observed=observed, image=component.get("image"),
                 updated_with=component.get("updated_with"))
     if len(members) < need:
-        pattern = (component.get("match") or {}).get("id") or (component.get("match") or {}).get("name")
+        pattern = describe(component.get("match") or {})
         return Step(action=MISSING, reason="the node reports %d of %d FirmwareInventory members matching %s"
                     % (len(members), need, pattern), **base)
     off = sorted({str(v) for v in observed.values() if v not in accepted and v is not None})
