@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from .._core.errors import RedfishError, ValidationError
 from .._core.gate import Outcome, failed, passed
 from .._redfish.reader import read_inventory, reset_request
-from .fwplan import MISSING, Step, attribute_value, bios_changes
+from .._core.fwplan import MISSING, Step, attribute_value, bios_changes
 
 SECTIONS = ("bios", "capabilities")
 

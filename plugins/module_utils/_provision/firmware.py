@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from .._core.errors import ValidationError
 from .._core.gate import PASS, Outcome, failed, passed
 from .._redfish.client import RedfishConnectionError, RedfishHTTPError, RedfishTaskError, RedfishTimeout
-from .fwplan import FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, Step
+from .._core.fwplan import FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, Step
 from .node import STAGE, NodeRun, ProvisionSettings
 
 RESET_ACTIVATIONS = ("host_reset", "ac_cycle")

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional
 from .._core.errors import SymphonyError
 from .._core.gate import NOT_RUN, Outcome, failed, not_run, passed
 from .._redfish.reader import read_inventory
-from .fwplan import SKIP, UPDATE, Step, build_plan, diff_after
+from .._core.fwplan import SKIP, UPDATE, Step, build_plan, diff_after
 from .node import READ_SECTIONS, NodeRun
 
 def verify(nd: NodeRun) -> Outcome:
