@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The controller's side of the stage: what the ledger says before an audit, and the exercise's steps.
+
+``fleet_audit_state``: per node the previous audit's state (``table.previous_state``), the messages the exercise
+injected, when the node last passed burn-in, the SEL mark of the previous audit, and after the audit the drift
+table and the exercise timings.  ``fleet_audit_exercise``: record an injection, drain and resume through Slurm
+(opt-in by the role's variables), each an event in the ledger marked ``injected`` where it belongs to the exercise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from .._core.errors import ValidationError
+from .._core.ledger import Ledger, open_ledger
+from .._host.slurm import Slurm
+from .exercise import may_resume, timings
+from .table import drift_table, previous_state
+
+STAGE = "fleet_audit"
+SEL_MARK = "fleet_audit_sel_mark"
+
+
+def node_state(ledger: Ledger, node: str) -> Dict[str, Any]:
+    """Everything the next audit of ``node`` compares with (module docstring)."""
+    state = previous_state(ledger.current_results(node=node, stage=STAGE))
+    injected = [e["data"].get("message") for e in ledger.events(node, "fault_injected")
+                if (e.get("data") or {}).get("message")]
+    burn_in = ledger.current_results(node=node, stage="burn_in")
+    gate = ledger.current_gates(node).get(node, {}).get("burn_in")
+    marks = ledger.events(node, SEL_MARK)
+    return {"previous": {k: v for k, v in state.items() if k != "last_audit"}, "last_audit": state["last_audit"],
+            "injected": injected,
+            "cleared_at": max((r.finished for r in burn_in), default=None) if gate and gate.status == "pass" else None,
+            "sel_mark": marks[-1]["data"] if marks else None}
+
+
+def report(ledger: Ledger, node: str) -> Dict[str, Any]:
+    """``{"drift": drift table rows, "exercise": timings}`` for ``node`` after its audit was recorded."""
+    return {"drift": drift_table(node, ledger.history(node, STAGE)),
+            "exercise": timings(node, ledger.events(), ledger.history(node, STAGE, "kernel_log"))}
+
+
+def state_module(params: Mapping[str, Any]) -> Dict[str, Any]:
+    """The ``fleet_audit_state`` module: ``{"hosts": {host: node_state or report}}``; ``mode`` ``before``/``after``.
+
+    ``mode: mark_sel`` appends each host's SEL mark (``sel_marks``) as an event for the next audit.
+    """
+    mode = params.get("mode") or "before"
+    ledger = open_ledger(params.get("ledger") or None)
+    try:
+        hosts: Dict[str, Any] = {}
+        for host in params.get("hosts") or []:
+            if mode == "before":
+                hosts[host] = node_state(ledger, host)
+            elif mode == "after":
+                hosts[host] = report(ledger, host)
+            elif mode == "mark_sel":
+                mark = (params.get("sel_marks") or {}).get(host)
+                if mark and not mark.get("error"):
+                    ledger.record_event(host, SEL_MARK, mark)
+                    hosts[host] = {"marked": True}
+            else:
+                raise ValidationError("mode must be before, after or mark_sel, not %r" % mode, where="mode")
+        return {"changed": mode == "mark_sel" and bool(hosts), "hosts": hosts}
+    finally:
+        ledger.close()
+
+
+def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional[Slurm] = None) -> Dict[str, Any]:
+    """The ``fleet_audit_exercise`` module: ``action`` ``record_injection``, ``drain``, ``resume`` or ``timings``.
+
+    ``drain``/``resume`` change the Slurm node state (``scontrol update``); ``resume`` is refused (``failed``) until
+    the node passed a re-burn-in after its drain (``exercise.may_resume``).  Every step is a ledger event.
+    """
+    action, node = params["action"], params["node"]
+    ledger = open_ledger(params.get("ledger") or None)
+    try:
+        if action == "timings":
+            return {"changed": False, "timings": report(ledger, node)["exercise"]}
+        if action == "record_injection":
+            data = dict(params.get("injection") or {}, injected=True)
+            if not data.get("message") and not data.get("argv"):
+                raise ValidationError("the injection names no message (lab) or argv (dcgmi)", where="injection")
+            if not check_mode:
+                ledger.record_event(node, "fault_injected", data)
+            return {"changed": not check_mode, "event": data}
+        slurm = slurm or Slurm(env=params.get("slurm_env") or None)
+        if action == "drain":
+            reason = params.get("reason") or "symphony fleet_audit: health check failed"
+            if not check_mode:
+                slurm.drain(node, reason)
+                ledger.record_event(node, "drain", {"reason": reason, "stage": STAGE,
+                                                    "injected": bool(params.get("injected"))})
+            return {"changed": not check_mode, "reason": reason}
+        if action == "resume":
+            drains = [e for e in ledger.events(node, "drain")]
+            gate = ledger.current_gates(node).get(node, {}).get("burn_in")
+            why = may_resume(ledger.current_results(node=node, stage="burn_in"), gate.status if gate else None,
+                             drains[-1]["recorded_at"] if drains else None)
+            if why:
+                return {"changed": False, "failed": True, "msg": "%s not resumed: %s" % (node, why)}
+            if not check_mode:
+                slurm.resume(node)
+                ledger.record_event(node, "resume", {"stage": STAGE, "after": "re-burn-in passed"})
+            return {"changed": not check_mode}
+        raise ValidationError("action must be record_injection, drain, resume or timings, not %r" % action,
+                              where="action")
+    finally:
+        ledger.close()
