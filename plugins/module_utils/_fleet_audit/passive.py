@@ -24,6 +24,7 @@ An event whose message equals one the exercise injected (``injected`` messages, 
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -190,3 +191,40 @@ def counters_outcome(now: Optional[Mapping[str, Mapping[str, Any]]], before: Opt
     gains = sum(len(g) for g in delta["deltas"].values())
     return passed(observed=observed, reason="%s: no failing gains since the last audit (%d other counters grew)"
                   % (what, gains))
+
+
+_DMON_GPU = re.compile(r"^\s*GPU\s+(\d+)\s+(\S+)\s*$", re.M)
+
+
+def parse_dmon_xid(text: str) -> Dict[str, Optional[int]]:
+    """``{GPU index: last XID or None}`` from ``dcgmi dmon -e 230 -c 1`` (field 230 ``DCGM_FI_DEV_XID_ERRORS``:
+    the value of the last XID the GPU raised, 0 for none; ``N/A`` when DCGM has no sample)."""
+    out: Dict[str, Optional[int]] = {}
+    for gpu, value in _DMON_GPU.findall(text):
+        out[gpu] = int(value) if value.isdigit() else None
+    return out
+
+
+def dcgm_xid_outcome(now: Optional[Mapping[str, Optional[int]]], before: Optional[Mapping[str, Any]],
+                     injected: Sequence[int] = (), error: str = "") -> Outcome:
+    """A GPU whose last-XID field changed since the last audit to a fail-severity XID fails (catalog severity).
+
+    This is where DCGM's own injection (``dcgmi test --inject``) shows on a real GPU node: it sets the field, the
+    kernel log never sees it.  ``injected``: XIDs the exercise injected on this node (marked in the reason).
+    """
+    if now is None:
+        return not_run("DCGM XID field not read: %s" % error)
+    if not now or any(v is None for v in now.values()):
+        return not_run("DCGM gave no XID sample for GPU %s" % ", ".join(sorted(k for k, v in now.items() if v is None))
+                       if now else "DCGM listed no GPU")
+    prev = before or {}
+    changed = {gpu: xid for gpu, xid in now.items() if xid and prev.get(gpu) != xid}
+    marks = set(injected)
+    bad = {gpu: xid for gpu, xid in changed.items() if classify(xid)["severity"] == "fail"}
+    observed = {"xid": dict(now), "changed": changed, "injected": any(x in marks for x in bad.values())}
+    if bad:
+        words = "; ".join("GPU %s Xid %d (%s)%s" % (g, x, classify(x)["description"], " [injected]" if x in marks
+                                                    else "") for g, x in sorted(bad.items()))
+        return failed("DCGM XID field since the last audit: %s" % words, classify(next(iter(bad.values())))["remediation"],
+                      observed=observed, expected="no fail-severity XID")
+    return passed(observed=observed, reason="no fail-severity XID in DCGM's field (%d GPUs)" % len(now))

@@ -8,7 +8,7 @@ The stage's checks (its own gate; the handoff gates are never rewritten):
 | check | where | what |
 |---|---|---|
 | software_drift, tunings_drift, nccl_recipe | node (``fleet_audit_node``) | ``software.py`` |
-| kernel_log, gpu_counters, ib_counters | node | ``passive.py``: since the last audit |
+| kernel_log, dcgm_xid, gpu_counters, ib_counters | node | ``passive.py``: since the last audit |
 | firmware_drift, bios_drift | controller over Redfish (``fleet_audit_bmc``) | ``oob.py`` |
 | bmc_sel | controller (``bmc_sel_scan``, marked at the previous audit) | ``_burnin.sel_scan`` via the role |
 | active_* | Slurm submit host (``fleet_audit_active``) | ``active.py``, not required: opportunistic |
@@ -21,16 +21,18 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from .._core.errors import SymphonyError
 from .._core.gate import Outcome, not_run
 from .._host.kmsg_read import read_kmsg
 from .._host.parsers.kmsg import parse_kernel_log
 from .._host.process import run
 from . import observe
-from .passive import counters_outcome, gpu_counters, kernel_outcome, new_records
+from .passive import counters_outcome, dcgm_xid_outcome, gpu_counters, kernel_outcome, new_records, parse_dmon_xid
 from .software import recipe_rows, rows_outcome, software_rows, tuning_rows
 
 STAGE = "fleet_audit"
-INBAND_CHECKS = ("software_drift", "tunings_drift", "nccl_recipe", "kernel_log", "gpu_counters", "ib_counters")
+INBAND_CHECKS = ("software_drift", "tunings_drift", "nccl_recipe", "kernel_log", "dcgm_xid", "gpu_counters",
+                 "ib_counters")
 
 
 def check_dict(name: str, outcome: Outcome, required: bool = True) -> Dict[str, Any]:
@@ -114,8 +116,20 @@ def audit_node(params: Mapping[str, Any], runner: Callable[..., Any] = run,
         return counters_outcome(now, (previous.get("ib_counters") or {}).get("counters"),
                                 "InfiniBand port error counters", "no InfiniBand device under %s" % root)
 
+    def dcgm() -> Outcome:
+        if not gpus_expected:
+            return not_run("this profile's hosts have no GPUs")
+        try:
+            res = runner(["dcgmi", "dmon", "-e", "230", "-c", "1"], observe.TIMEOUT_S)
+        except SymphonyError as exc:
+            return dcgm_xid_outcome(None, None, error=str(exc))
+        if res.rc != 0:
+            return dcgm_xid_outcome(None, None, error="dcgmi dmon exited %d: %s" % (res.rc, res.stderr.strip()[:200]))
+        return dcgm_xid_outcome(parse_dmon_xid(res.stdout), (previous.get("dcgm_xid") or {}).get("xid"),
+                                params.get("injected_xids") or ())
+
     functions = {"software_drift": software, "tunings_drift": tuning, "nccl_recipe": recipe,
-                 "kernel_log": lambda: _kernel(params, previous, reader), "gpu_counters": gpu, "ib_counters": ib}
+                 "kernel_log": lambda: _kernel(params, previous, reader), "dcgm_xid": dcgm, "gpu_counters": gpu, "ib_counters": ib}
     checks = []
     for name in INBAND_CHECKS:
         started = time.time()
@@ -125,5 +139,7 @@ def audit_node(params: Mapping[str, Any], runner: Callable[..., Any] = run,
             # one check's bad reading or bug must not cost the node its other checks (DESIGN.md verdict rules)
             outcome = Outcome("fail", "internal error in %s: %s: %s" % (name, type(exc).__name__, exc),
                               remediation="report this with the evidence; the other checks stand")
-        checks.append(dict(check_dict(name, outcome), started=started, finished=time.time()))
+        # DCGM's XID field is judged only where the SKU runs DCGM (its software pins name it)
+        required = name != "dcgm_xid" or "dcgm" in pins
+        checks.append(dict(check_dict(name, outcome, required), started=started, finished=time.time()))
     return {"changed": False, "checks": checks, "readings": readings}

@@ -26,13 +26,14 @@ SEL_MARK = "fleet_audit_sel_mark"
 def node_state(ledger: Ledger, node: str) -> Dict[str, Any]:
     """Everything the next audit of ``node`` compares with (module docstring)."""
     state = previous_state(ledger.current_results(node=node, stage=STAGE))
-    injected = [e["data"].get("message") for e in ledger.events(node, "fault_injected")
-                if (e.get("data") or {}).get("message")]
+    events = [e.get("data") or {} for e in ledger.events(node, "fault_injected")]
+    injected = [d["message"] for d in events if d.get("message")]
+    injected_xids = [d["xid"] for d in events if d.get("method") == "dcgmi_inject" and d.get("xid")]
     burn_in = ledger.current_results(node=node, stage="burn_in")
     gate = ledger.current_gates(node).get(node, {}).get("burn_in")
     marks = ledger.events(node, SEL_MARK)
     return {"previous": {k: v for k, v in state.items() if k != "last_audit"}, "last_audit": state["last_audit"],
-            "injected": injected,
+            "injected": injected, "injected_xids": injected_xids,
             "cleared_at": max((r.finished for r in burn_in), default=None) if gate and gate.status == "pass" else None,
             "sel_mark": marks[-1]["data"] if marks else None}
 
@@ -96,7 +97,10 @@ def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional
                                                     "injected": bool(params.get("injected"))})
             return {"changed": not check_mode, "reason": reason}
         if action == "resume":
-            drains = [e for e in ledger.events(node, "drain")]
+            drains = ledger.events(node, "drain")
+            resumed = ledger.events(node, "resume")
+            if not drains or (resumed and resumed[-1]["recorded_at"] >= drains[-1]["recorded_at"]):
+                return {"changed": False, "msg": "%s is not drained by symphony: nothing to resume" % node}
             gate = ledger.current_gates(node).get(node, {}).get("burn_in")
             why = may_resume(ledger.current_results(node=node, stage="burn_in"), gate.status if gate else None,
                              drains[-1]["recorded_at"] if drains else None)

@@ -11,7 +11,7 @@ from .software import DRIFT
 
 DRIFT_CHECKS = ("software_drift", "tunings_drift", "nccl_recipe", "firmware_drift", "bios_drift")
 # Checks whose ``observed`` the next audit compares with (cursor, counter snapshots).
-STATEFUL_CHECKS = ("kernel_log", "gpu_counters", "ib_counters")
+STATEFUL_CHECKS = ("kernel_log", "dcgm_xid", "gpu_counters", "ib_counters")
 
 
 def drift_table(node: str, history: Sequence[Any]) -> List[Dict[str, Any]]:
