@@ -47,10 +47,9 @@ options:
     description: Seconds to wait for the job before cancelling it.
     type: float
     default: 900
-  slurm_env:
-    description: Environment for the Slurm commands (C(SLURM_CONF) in the lab).
-    type: dict
-    default: {}
+  slurm_conf:
+    description: The C(slurm.conf) the Slurm commands use (C(SLURM_CONF); the lab's).
+    type: path
 extends_documentation_fragment:
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
@@ -97,14 +96,14 @@ ARGUMENT_SPEC = {
     "work_dir": {"type": "path", "required": True},
     "time_limit_min": {"type": "int", "default": 10},
     "timeout_s": {"type": "float", "default": 900},
-    "slurm_env": {"type": "dict", "default": {}},
+    "slurm_conf": {"type": "path"},
 }
 
 
 def _run(params, check_mode):
     os.makedirs(params["work_dir"], exist_ok=True)
     base = os.path.join(params["work_dir"], "active-%s" % params["node"])
-    slurm = Slurm(env=dict(os.environ, **params["slurm_env"])) if params["slurm_env"] else None
+    slurm = Slurm(env=dict(os.environ, SLURM_CONF=params["slurm_conf"])) if params.get("slurm_conf") else None
     outcomes = run_active(params["node"], params["partition"], base + ".sh", base + ".out", params["not_expected"],
                           qos=params.get("qos"), time_limit_min=params["time_limit_min"],
                           timeout_s=params["timeout_s"], slurm=slurm)

@@ -14,8 +14,9 @@ description:
     O(kernel_log_source) and records C(fault_injected), marked injected.
   - C(inject_dcgm) runs C(dcgmi test --inject) on the XID field (230) of GPU O(gpu) on a real GPU node and returns
     the event; C(record_injection) records that event (O(injection)) in the ledger on the controller.
-  - C(drain) drains the node in Slurm with O(reason) (C(scontrol update state=DRAIN)); C(resume) returns it
-    (C(state=RESUME)) only once it passed a re-burn-in after the drain, else the task fails saying why.
+  - C(resume) returns a node symphony drained (M(symphony.cluster.node_evict) drains it and promotes a spare) to
+    service (C(scontrol update state=RESUME)) only once it passed a re-burn-in after the drain, else the task fails
+    saying why; a node symphony did not drain is left alone.
   - C(timings) returns detect, drain, replace and return times from the ledger's timestamps.
 version_added: 0.1.0
 author:
@@ -24,7 +25,7 @@ options:
   action:
     description: The step.
     type: str
-    choices: [inject_lab, inject_dcgm, record_injection, drain, resume, timings]
+    choices: [inject_lab, inject_dcgm, record_injection, resume, timings]
     required: true
   node:
     description: The node (inventory and Slurm name).
@@ -44,17 +45,9 @@ options:
   injection:
     description: With C(record_injection), the event C(inject_dcgm) returned.
     type: dict
-  reason:
-    description: With C(drain), the Slurm reason.
-    type: str
-  injected:
-    description: With C(drain), whether the drain answers an injected fault.
-    type: bool
-    default: false
-  slurm_env:
-    description: Environment for the Slurm commands (C(SLURM_CONF) in the lab).
-    type: dict
-    default: {}
+  slurm_conf:
+    description: The C(slurm.conf) the Slurm commands use (C(SLURM_CONF); the lab's).
+    type: path
 extends_documentation_fragment:
   - symphony.cluster.ledger
   - symphony.cluster.attributes
@@ -100,23 +93,20 @@ from ansible_collections.symphony.cluster.plugins.module_utils._host.slurm impor
 
 ARGUMENT_SPEC = {
     "ledger": {"type": "str"},
-    "action": {"type": "str", "choices": ["inject_lab", "inject_dcgm", "record_injection", "drain", "resume",
-                                          "timings"],
+    "action": {"type": "str", "choices": ["inject_lab", "inject_dcgm", "record_injection", "resume", "timings"],
                "required": True},
     "node": {"type": "str", "required": True},
     "kernel_log_source": {"type": "str"},
     "xid": {"type": "int", "default": 79},
     "gpu": {"type": "int", "default": 0},
     "injection": {"type": "dict"},
-    "reason": {"type": "str"},
-    "injected": {"type": "bool", "default": False},
-    "slurm_env": {"type": "dict", "default": {}},
+    "slurm_conf": {"type": "path"},
 }
 
 
 def _run(params, check_mode):
     action = params["action"]
-    slurm = Slurm(env=dict(os.environ, **params["slurm_env"])) if params["slurm_env"] else None
+    slurm = Slurm(env=dict(os.environ, SLURM_CONF=params["slurm_conf"])) if params.get("slurm_conf") else None
     if action in ("inject_lab", "inject_dcgm"):
         if check_mode:
             return {"changed": True, "event": {}}

@@ -5,8 +5,8 @@
 
 ``fleet_audit_state``: per node the previous audit's state (``table.previous_state``), the messages the exercise
 injected, when the node last passed burn-in, the SEL mark of the previous audit, and after the audit the drift
-table and the exercise timings.  ``fleet_audit_exercise``: record an injection, drain and resume through Slurm
-(opt-in by the role's variables), each an event in the ledger marked ``injected`` where it belongs to the exercise.
+table and the exercise timings.  ``fleet_audit_exercise``: record an injection and resume a node through Slurm
+(opt-in by the role's variables; draining and the spare are ``node_evict``'s), each an event in the ledger.
 """
 
 from __future__ import annotations
@@ -71,10 +71,11 @@ def state_module(params: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional[Slurm] = None) -> Dict[str, Any]:
-    """The ``fleet_audit_exercise`` module: ``action`` ``record_injection``, ``drain``, ``resume`` or ``timings``.
+    """The ``fleet_audit_exercise`` module: ``action`` ``record_injection``, ``resume`` or ``timings``.
 
-    ``drain``/``resume`` change the Slurm node state (``scontrol update``); ``resume`` is refused (``failed``) until
-    the node passed a re-burn-in after its drain (``exercise.may_resume``).  Every step is a ledger event.
+    Draining and promoting a spare are ``node_evict``'s (events ``drain``, ``spare_promoted``).  ``resume`` changes
+    the Slurm node state (``scontrol update state=RESUME``) and is refused (``failed``) until the node passed a
+    re-burn-in after its drain (``exercise.may_resume``).  Every step is a ledger event.
     """
     action, node = params["action"], params["node"]
     ledger = open_ledger(params.get("ledger") or None)
@@ -88,14 +89,7 @@ def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional
             if not check_mode:
                 ledger.record_event(node, "fault_injected", data)
             return {"changed": not check_mode, "event": data}
-        slurm = slurm or Slurm(env=params.get("slurm_env") or None)
-        if action == "drain":
-            reason = params.get("reason") or "symphony fleet_audit: health check failed"
-            if not check_mode:
-                slurm.drain(node, reason)
-                ledger.record_event(node, "drain", {"reason": reason, "stage": STAGE,
-                                                    "injected": bool(params.get("injected"))})
-            return {"changed": not check_mode, "reason": reason}
+        slurm = slurm or Slurm()
         if action == "resume":
             drains = ledger.events(node, "drain")
             resumed = ledger.events(node, "resume")
@@ -110,7 +104,7 @@ def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional
                 slurm.resume(node)
                 ledger.record_event(node, "resume", {"stage": STAGE, "after": "re-burn-in passed"})
             return {"changed": not check_mode}
-        raise ValidationError("action must be record_injection, drain, resume or timings, not %r" % action,
+        raise ValidationError("action must be record_injection, resume or timings, not %r" % action,
                               where="action")
     finally:
         ledger.close()

@@ -54,8 +54,11 @@ def test_resume_needs_a_re_burn_in_after_the_drain(ledger_path):
     slurm = Slurm(run=fake)
     base = {"ledger": ledger_path, "node": "lab1"}
     exercise_module(dict(base, action="record_injection", injection={"message": "NVRM: Xid ..."}), False)
-    exercise_module(dict(base, action="drain", reason="fleet_audit: Xid 79 [injected]", injected=True), False, slurm)
-    assert fake.argv[-1][:3] == ["scontrol", "update", "nodename=lab1"]
+    ledger = open_ledger(ledger_path)
+    try:  # what node_evict records when the audit drains the node
+        ledger.record_event("lab1", "drain", {"reason": "symphony fleet_audit [injected fault exercise]: Xid 79"})
+    finally:
+        ledger.close()
     refused = exercise_module(dict(base, action="resume"), False, slurm)
     assert refused["failed"] and "burn_in gate is absent" in refused["msg"]
     ledger = open_ledger(ledger_path)
@@ -80,8 +83,9 @@ def test_resume_leaves_a_node_symphony_did_not_drain_alone(ledger_path):
 
 def test_check_mode_changes_nothing(ledger_path):
     fake = Recorder()
-    out = exercise_module({"ledger": ledger_path, "node": "lab1", "action": "drain"}, True, Slurm(run=fake))
-    assert out["changed"] is False and fake.argv == []
+    out = exercise_module({"ledger": ledger_path, "node": "lab1", "action": "record_injection",
+                           "injection": {"message": "NVRM: Xid ..."}}, True, Slurm(run=fake))
+    assert out["changed"] is False and fake.argv == [] and open_ledger(ledger_path).events("lab1") == []
 
 
 def test_state_before_an_audit_carries_cursor_injections_and_sel_mark(ledger_path):

@@ -36,7 +36,7 @@ def test_exercise_module_injects_in_the_lab_and_records_it(tmp_path):
     source = tmp_path / "lab2.kmsg"
     ledger = str(tmp_path / "ledger.sqlite")
     params = {"ledger": ledger, "action": "inject_lab", "node": "lab2", "kernel_log_source": str(source),
-              "xid": 79, "gpu": 0, "reason": None, "injected": False, "slurm_env": {}, "injection": None}
+              "xid": 79, "gpu": 0, "slurm_conf": None, "injection": None}
     assert MODULES["fleet_audit_exercise"]._run(dict(params), True) == {"changed": True, "event": {}}
     assert not source.exists()
     out = MODULES["fleet_audit_exercise"]._run(dict(params), False)
