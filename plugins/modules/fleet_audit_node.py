@@ -41,7 +41,8 @@ options:
     elements: str
     default: []
   injected_xids:
-    description: XIDs the exercise injected through DCGM on this node; a C(dcgm_xid) finding with one is marked injected.
+    description: XIDs the exercise injected through DCGM on this node; a C(dcgm_xid) finding with one is marked
+      injected.
     type: list
     elements: int
     default: []
@@ -81,7 +82,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checks:
-  description: One C(gate_record) check dict per check, with C(observed) carrying the state the next audit compares with.
+  description: One C(gate_record) check dict per check; C(observed) carries the state the next audit compares with.
   returned: always
   type: list
   elements: dict

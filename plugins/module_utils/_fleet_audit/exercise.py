@@ -34,7 +34,10 @@ KERNEL_ERR = 3  # kmsg prio: facility kern (0) << 3 | LOG_ERR (3); NVRM prints X
 
 
 def xid_message(xid: int, pci: str) -> str:
-    """The NVRM line as the driver prints it: ``NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, ...``."""
+    """The NVRM line as the driver prints it.
+
+    ``NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.``
+    """
     return "NVRM: Xid (PCI:%s): %d, pid='<unknown>', name=<unknown>, %s" % (pci, xid, _XID_TEXT.get(
         xid, "injected by symphony fleet_audit"))
 

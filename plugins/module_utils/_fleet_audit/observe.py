@@ -9,7 +9,8 @@ and never raises for the node's own state: a node in trouble must still be repor
 | component | read from |
 |---|---|
 | kernel | ``/proc/sys/kernel/osrelease`` (``uname -r``) |
-| gpu_driver, cuda | ``nvidia-smi -q -x`` ``driver_version``/``cuda_version``; AMD: ``rocm-smi --showdriverversion --json`` |
+| gpu_driver, cuda | ``nvidia-smi -q -x`` ``driver_version``/``cuda_version`` |
+| gpu_driver (AMD) | ``rocm-smi --showdriverversion --json`` ``Driver version`` |
 | dcgm | ``dcgmi --version`` ("dcgmi  version: 3.3.5") |
 | nccl | the file ``libnccl.so.2`` resolves to (``ldconfig -p``; ``libnccl.so.2.21.5`` -> ``2.21.5``) |
 | ofed | ``ofed_info -s`` ("MLNX_OFED_LINUX-23.10-2.1.3.1:", trailing colon dropped) |

@@ -115,9 +115,13 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
     items = []
     for host, node in nodes.items():
         endpoint, entry = resolve_endpoint(node["hostname"], bmc_map, address=node.get("bmc_address"))
-        items.append((host, {"url": endpoint["url"], "entry": entry, "manifest": manifests[node["sku"]]}))
+        items.append((host, {"url": endpoint["url"] if endpoint else None, "entry": entry,
+                             "manifest": manifests[node["sku"]]}))
 
     def work(host: str, item: Mapping[str, Any]) -> Dict[str, Outcome]:
+        if not item["url"]:
+            reason = "no BMC address for %s (not in the BMC map, no bmc_address in the twin)" % host
+            return {"firmware_drift": not_run(reason), "bios_drift": not_run(reason)}
         client = None
         try:
             client = bmc_client(item["url"], item["entry"], settings, client_factory)
@@ -130,7 +134,7 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
             close_quietly(client)
 
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                         key=lambda it: it["url"])
+                         key=lambda it: it["url"] or id(it))
     checks: Dict[str, List[Dict[str, Any]]] = {}
     summary: Dict[str, int] = {}
     for host, _item in items:

@@ -75,8 +75,9 @@ def new_records(records: Sequence[Mapping[str, Any]], boot_id: Optional[str],
     return out
 
 
-def kernel_outcome(delta: Mapping[str, Any], injected: Sequence[str] = (), previous_open: Sequence[Mapping[str, Any]] = (),
-                   cleared_at: Optional[float] = None, now: Optional[float] = None) -> Outcome:
+def kernel_outcome(delta: Mapping[str, Any], injected: Sequence[str] = (),
+                   previous_open: Sequence[Mapping[str, Any]] = (), cleared_at: Optional[float] = None,
+                   now: Optional[float] = None) -> Outcome:
     """Judge the new records of :func:`new_records` plus the findings still open (module docstring).
 
     ``observed`` carries the cursor and the open findings (``{what, at (UNIX s), injected}``) for the next audit.
@@ -225,6 +226,7 @@ def dcgm_xid_outcome(now: Optional[Mapping[str, Optional[int]]], before: Optiona
     if bad:
         words = "; ".join("GPU %s Xid %d (%s)%s" % (g, x, classify(x)["description"], " [injected]" if x in marks
                                                     else "") for g, x in sorted(bad.items()))
-        return failed("DCGM XID field since the last audit: %s" % words, classify(next(iter(bad.values())))["remediation"],
-                      observed=observed, expected="no fail-severity XID")
+        first = classify(next(iter(bad.values())))
+        return failed("DCGM XID field since the last audit: %s" % words, first["remediation"], observed=observed,
+                      expected="no fail-severity XID")
     return passed(observed=observed, reason="no fail-severity XID in DCGM's field (%d GPUs)" % len(now))

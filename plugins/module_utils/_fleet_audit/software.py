@@ -99,8 +99,9 @@ def tuning_rows(tunings: Mapping[str, Any], observed: Mapping[str, Any],
         if tokens is None:
             rows.append(_row(name, token, None, UNKNOWN, "/proc/cmdline could not be read"))
         else:
-            rows.append(_row(name, token, token if token in tokens else None, OK if token in tokens else DRIFT,
-                             "%s %s the kernel command line" % (token, "is on" if token in tokens else "is missing from")))
+            on = token in tokens
+            rows.append(_row(name, token, token if on else None, OK if on else DRIFT,
+                             "%s %s the kernel command line" % (token, "is on" if on else "is missing from")))
     sysctl = observed.get("sysctl") or {}
     for key, want in (tunings.get("sysctl") or {}).items():
         have = sysctl.get(key)
@@ -108,8 +109,9 @@ def tuning_rows(tunings: Mapping[str, Any], observed: Mapping[str, Any],
         if not known(have):
             rows.append(_row(name, want, None, UNKNOWN, "sysctl %s could not be read" % key))
             continue
-        same = have.split() == str(want).split() or (_number(have) is not None and _number(have) == _number(want)
-                                                       and len(have.split()) == 1)
+        fields = str(have).split()
+        same = fields == str(want).split() or (len(fields) == 1 and _number(have) is not None
+                                               and _number(have) == _number(want))
         rows.append(_row(name, want, have, OK if same else DRIFT, "sysctl %s = %s%s" % (
             key, have, "" if same else ", the SKU sets %s" % want)))
     gpu_keys = [k for k in ("persistence_mode", "gpu_power_limit_w") if k in tunings]
@@ -169,7 +171,8 @@ def recipe_rows(nccl_env: Mapping[str, str], conf_text: Optional[str], path: str
         have = conf.get(name)
         status = OK if have == str(want) else DRIFT
         rows.append(_row("nccl:%s" % name, want, have, status, "%s sets %s=%s%s" % (
-            path, name, have if have is not None else "(nothing)", "" if status == OK else ", the recipe says %s" % want)))
+            path, name, have if have is not None else "(nothing)",
+            "" if status == OK else ", the recipe says %s" % want)))
     return rows
 
 
@@ -181,7 +184,9 @@ def rows_outcome(rows: Sequence[Mapping[str, Any]], what: str) -> Outcome:
     observed = {r["component"]: r["found"] for r in rows}
     expected = {r["component"]: r["expected"] for r in rows}
     if drift:
-        reason = "; ".join(r["reason"] for r in drift[:4]) + (" (and %d more)" % (len(drift) - 4) if len(drift) > 4 else "")
+        reason = "; ".join(r["reason"] for r in drift[:4])
+        if len(drift) > 4:
+            reason += " (and %d more)" % (len(drift) - 4)
         if unknown:
             reason += "; not read: %s" % ", ".join(r["component"] for r in unknown)
         return failed("%s drift: %s" % (what, reason), REMEDIATION, observed=observed, expected=expected,

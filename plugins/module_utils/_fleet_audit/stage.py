@@ -129,7 +129,8 @@ def audit_node(params: Mapping[str, Any], runner: Callable[..., Any] = run,
                                 params.get("injected_xids") or ())
 
     functions = {"software_drift": software, "tunings_drift": tuning, "nccl_recipe": recipe,
-                 "kernel_log": lambda: _kernel(params, previous, reader), "dcgm_xid": dcgm, "gpu_counters": gpu, "ib_counters": ib}
+                 "kernel_log": lambda: _kernel(params, previous, reader), "dcgm_xid": dcgm, "gpu_counters": gpu,
+                 "ib_counters": ib}
     checks = []
     for name in INBAND_CHECKS:
         started = time.time()

@@ -88,3 +88,11 @@ def test_an_incomplete_firmware_read_is_not_run_but_a_seen_drift_still_fails(rep
     assert judge_node(good, manifest)["firmware_drift"].status == "not_run"
     bad = NodeInventory(firmware=[FirmwareItem(id="BMC", version="00.00.01")], incomplete=list(good.incomplete))
     assert judge_node(bad, manifest)["firmware_drift"].status == "fail"
+
+
+def test_a_node_without_a_bmc_address_is_not_run(fleet):
+    node = {k: v for k, v in fleet["params"]["nodes"][0].items() if k != "bmc_address"}
+    node["hostname"] = "not-in-the-map"
+    out = audit_oob(dict(fleet["params"], nodes=[node]))
+    assert [c["status"] for c in out["checks"]["not-in-the-map"]] == ["not_run", "not_run"]
+    assert "no BMC address" in out["checks"]["not-in-the-map"][0]["reason"]
