@@ -5,6 +5,7 @@ re-burn-in on it passed, and every step's time comes from the ledger.  A second 
 active-health job, where the lab's slurm.conf configures preemption.  Needs root (the lab); the lead runs it."""
 
 import os
+import pathlib
 import subprocess
 import threading
 import time
@@ -45,12 +46,16 @@ def _audit(ledger_path, node, source):
                                   "checks": out["checks"], "optional": [], "waive": []}, False)
 
 
-def test_injected_xid_detected_drained_replaced_and_returned(lab, tmp_path, ledger_path):
+def run_exercise(lab, workdir, ledger_path):
+    """Inject on lab2, audit, drain + promote lab3, re-burn-in lab2, resume, audit again; returns the timings.
+
+    Also what tests/bench/bench_fleet_audit.py times.  Asserts each step on the way.
+    """
     slurm = _slurm.Slurm(env=lab.slurm_env)
     for node in lab.names:
         if _slurm.is_drained(slurm.node_states([node])[node]["state"]):
             slurm.resume(node)
-    source = tmp_path / "lab2.kmsg"
+    source = pathlib.Path(workdir) / "lab2.kmsg"
     source.write_text(_exercise.kmsg_record(0, 1000, "Linux version (lab2)"))
     _gate_ops.gate_record({"ledger": ledger_path, "node": "lab3", "stage": "burn_in", "optional": [], "waive": [],
                            "checks": [{"name": "cpu_stress", "status": "pass"}]}, False)
@@ -85,9 +90,13 @@ def test_injected_xid_detected_drained_replaced_and_returned(lab, tmp_path, ledg
 
     led = _ledger.open_ledger(ledger_path)
     try:
-        timings = _state.report(led, "lab2")["exercise"]
+        return _state.report(led, "lab2")["exercise"]
     finally:
         led.close()
+
+
+def test_injected_xid_detected_drained_replaced_and_returned(lab, tmp_path, ledger_path):
+    timings = run_exercise(lab, tmp_path, ledger_path)
     assert timings["missing"] == [], timings
     assert 0 <= timings["detect_s"] <= timings["drain_s"] <= timings["replace_s"] <= timings["return_s"]
 
