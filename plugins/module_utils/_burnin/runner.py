@@ -263,7 +263,7 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
     manifest = _validate(params["manifest"])
     profile = params.get("profile") or "production"
     plan = build_plan(manifest, profile, tiers=params.get("tiers") or None, only=params.get("tests") or None,
-                      overrides=params.get("overrides") or None)
+                      overrides=params.get("overrides") or None, calibration=params.get("calibration"))
     run_id = params.get("run_id") or new_run_id("burnin")
     optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
     out = {"changed": False, "run_id": run_id, "plan": [t.to_dict() for t in plan], "optional": optional,

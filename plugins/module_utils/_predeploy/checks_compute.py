@@ -119,7 +119,7 @@ def check_cpus(ctx: AuditContext) -> Outcome:
         return passed(expected=want, observed=observed, reason=reason)
 
     return tolerate_gaps(per_system(ctx, ctx.inv.of_kind("cpu"), evaluate), ctx.inv, ("processors",),
-                          "Processors")
+                         "Processors")
 
 
 def check_memory(ctx: AuditContext) -> Outcome:

@@ -146,7 +146,7 @@ def _check_nvme(ctx: AuditContext) -> Outcome:
     models = models_of(want or {})
     # Drives whose protocol the BMC does not report (Supermicro: Protocol null) count when the model is the SKU's.
     drives = unique_parts(present_parts(ctx.inv.of_kind("nvme") + [d for d in ctx.inv.of_kind("drive")
-                                                         if any(model_matches(m, d.model) for m in models)]))
+                                                                   if any(model_matches(m, d.model) for m in models)]))
     observed = {"count": len(drives), "models": sorted({d.model or "unreported" for d in drives})}
     if not want:
         return passed(observed=observed, reason="SKU declares no NVMe drives")

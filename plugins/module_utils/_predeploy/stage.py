@@ -185,8 +185,8 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         by_host[host] = results
         verdicts[host] = verdict
         entry: HostAudit = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
-                 "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
-                 "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
+                            "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
+                            "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
         if return_details:
             entry["results"] = [r.to_dict() for r in results]
         hosts[host] = entry

@@ -183,7 +183,8 @@ class Paging(Session):
         failed = set()
         for i, (body, exc) in zip(todo, bodies):
             if exc is not None:
-                assert errors is not None  # get_many raises the first failure when not collecting
+                if errors is None:  # get_many raises the first failure when not collecting
+                    raise exc
                 errors.append({"uri": refs[i]["@odata.id"], "reason": str(exc)})
                 failed.add(i)
             elif body is not None:

@@ -92,7 +92,6 @@ def normalise_version(version: Any) -> Optional[str]:
     return text
 
 
-
 class ReaderBase:
     """One read of one BMC into ``inv``: the client, the sections asked for, the resource cache.
 
