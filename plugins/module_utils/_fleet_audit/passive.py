@@ -96,7 +96,7 @@ def kernel_outcome(delta: Mapping[str, Any], injected: Sequence[str] = (),
     at = time.time() if now is None else now
     still_open = [dict(f) for f in previous_open if cleared_at is None or f.get("at", 0) > cleared_at]
     opened = ["Xid %d (%s) on PCI %s at %s%s" % (x["xid"], x["description"], x["pci"], x["time"],
-                                                " [injected]" if x["injected"] else "") for x in bad]
+                                                 " [injected]" if x["injected"] else "") for x in bad]
     opened += ["%d %s line(s), first %s: %s" % (v["count"], k, v["first"], v["sample"]) for k, v in fatal_hw.items()]
     still_open += [{"what": w, "at": at, "injected": "[injected]" in w} for w in opened]
     observed = {"cursor": delta["cursor"], "new_records": len(records), "xids": xids, "hardware": hardware,

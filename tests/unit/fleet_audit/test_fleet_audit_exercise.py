@@ -118,6 +118,5 @@ def test_the_drift_table_says_since_when_and_first_run(ledger_path):
     finally:
         ledger.close()
     (entry,) = state_module({"ledger": ledger_path, "hosts": ["n1"], "mode": "after"})["hosts"]["n1"]["drift"]
-    assert (entry["component"], entry["found"], entry["since"], entry["first_run"]) == ("gpu_driver", "550.54.15",
-                                                                                       3.0, "a3")
-
+    found = (entry["component"], entry["found"], entry["since"], entry["first_run"])
+    assert found == ("gpu_driver", "550.54.15", 3.0, "a3")

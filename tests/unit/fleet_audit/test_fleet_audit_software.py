@@ -63,8 +63,8 @@ def test_a_profile_without_gpus_does_not_judge_gpu_software():
 
 
 def test_tunings_cmdline_sysctl_persistence_and_power_limit():
-    tunings = {"kernel_cmdline": ["iommu=pt", "intel_iommu=on"], "sysctl": {"vm.max_map_count": 1048576,
-                                                                           "net.ipv4.tcp_rmem": "4096 87380 6291456"},
+    tunings = {"kernel_cmdline": ["iommu=pt", "intel_iommu=on"],
+               "sysctl": {"vm.max_map_count": 1048576, "net.ipv4.tcp_rmem": "4096 87380 6291456"},
                "persistence_mode": True, "gpu_power_limit_w": 700}
     observed = {"cmdline": "BOOT_IMAGE=/vmlinuz ro iommu=pt quiet\n",
                 "sysctl": {"vm.max_map_count": "1048576", "net.ipv4.tcp_rmem": "4096\t87380\t6291456"},
