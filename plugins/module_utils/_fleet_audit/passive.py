@@ -174,8 +174,12 @@ def counters_outcome(now: Optional[Mapping[str, Mapping[str, Any]]], before: Opt
     """Judge the counters' gains; ``observed.counters`` is the snapshot the next audit compares with."""
     if now is None:
         return not_run(absent)
-    if not now:
-        return not_run("no %s reported" % what)
+    # an item (GPU, port) with no counter read at all was not judged: never a pass for it
+    unread = sorted(item for item, counters in now.items() if all(v is None for v in counters.values()))
+    if not now or len(unread) == len(now):
+        return not_run("no %s reported%s" % (what, " (none read for %s)" % ", ".join(unread) if unread else ""))
+    if unread:
+        return not_run("%s not read for %s" % (what, ", ".join(unread)))
     delta = counter_deltas(now, before)
     observed = {"counters": dict(now), "deltas": delta["deltas"], "notes": delta["notes"],
                 "baseline": before is None}

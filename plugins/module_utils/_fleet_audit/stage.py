@@ -56,6 +56,10 @@ def _kernel(params: Mapping[str, Any], previous: Mapping[str, Any], reader: obse
     else:
         boot_id = "file:%s" % source  # a lab host's own kernel-log file stands for its boot
     records = [r for r in parse_kernel_log(text) if r.get("form") == "kmsg"]
+    if not records:
+        # a kernel log always holds the boot messages: none (or none in the record form) means it was not read
+        return not_run("kernel log %s holds no /dev/kmsg records (%d lines in another form)"
+                       % (source, len(text.splitlines())))
     prev = previous.get("kernel_log") or {}
     delta = new_records(records, boot_id, prev.get("cursor"))
     return kernel_outcome(delta, params.get("injected") or (), prev.get("open") or (),

@@ -118,3 +118,18 @@ def test_a_dcgm_field_without_a_sample_is_not_run(fake_node):
     node = fake_node({"dcgmi": (0, "#Entity   XIDER\nID\nGPU 0     N/A\n"), "nvidia-smi": (1, "")})
     checks = {c["name"]: c for c in audit_node({"manifest": {}}, node.run, node.read)["checks"]}
     assert checks["dcgm_xid"]["status"] == "not_run" and checks["dcgm_xid"]["required"] is False
+
+
+def test_a_kernel_log_without_kmsg_records_is_not_run(tmp_path):
+    source = tmp_path / "lab1.log"
+    source.write_text("[ 12.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")
+    checks = {c["name"]: c for c in audit_node({"manifest": {}, "not_expected": NOTHING,
+                                                "kernel_log_source": str(source)})["checks"]}
+    assert checks["kernel_log"]["status"] == "not_run" and "no /dev/kmsg records" in checks["kernel_log"]["reason"]
+
+
+def test_counters_nobody_could_read_are_not_a_pass():
+    unread = counters_outcome({"mlx5_0/1": {}}, None, "IB", "no IB")
+    assert unread.status == "not_run"
+    partly = counters_outcome({"0": {"ecc": None}, "1": {"ecc": 0}}, None, "GPU", "no GPU")
+    assert partly.status == "not_run" and "not read for 0" in partly.reason
