@@ -17,6 +17,7 @@ from .._core.errors import ValidationError
 from .._core.ledger import Ledger, open_ledger
 from .._host.slurm import Slurm
 from .exercise import may_resume, timings
+from .metrics import health_events, nccl_curves, node_metrics
 from .table import drift_table, previous_state
 
 STAGE = "fleet_audit"
@@ -39,9 +40,17 @@ def node_state(ledger: Ledger, node: str) -> Dict[str, Any]:
 
 
 def report(ledger: Ledger, node: str) -> Dict[str, Any]:
-    """``{"drift": drift table rows, "exercise": timings}`` for ``node`` after its audit was recorded."""
-    return {"drift": drift_table(node, ledger.history(node, STAGE)),
-            "exercise": timings(node, ledger.events(), ledger.history(node, STAGE, "kernel_log"))}
+    """``{"drift": drift table rows, "exercise": timings, "metrics": textfile collector text}`` for ``node`` after
+    its audit was recorded."""
+    drift = drift_table(node, ledger.history(node, STAGE))
+    current = ledger.current_results(node=node)
+    audit = [r for r in current if r.stage == STAGE]
+    gates = {stage: v.status for stage, v in ledger.current_gates(node).get(node, {}).items()}
+    last = max((r.finished for r in audit), default=None)
+    return {"drift": drift,
+            "exercise": timings(node, ledger.events(), ledger.history(node, STAGE, "kernel_log")),
+            "metrics": node_metrics(node, gates, len(drift), health_events(audit), last,
+                                    nccl_curves(current))}
 
 
 def state_module(params: Mapping[str, Any]) -> Dict[str, Any]:

@@ -117,6 +117,8 @@ def test_the_drift_table_says_since_when_and_first_run(ledger_path):
                                row("a4", 4.0, "550.54.15")])
     finally:
         ledger.close()
-    (entry,) = state_module({"ledger": ledger_path, "hosts": ["n1"], "mode": "after"})["hosts"]["n1"]["drift"]
+    after = state_module({"ledger": ledger_path, "hosts": ["n1"], "mode": "after"})["hosts"]["n1"]
+    (entry,) = after["drift"]
+    assert 'symphony_fleet_audit_drift_components{node="n1"} 1.0' in after["metrics"]
     found = (entry["component"], entry["found"], entry["since"], entry["first_run"])
     assert found == ("gpu_driver", "550.54.15", 3.0, "a3")
