@@ -98,7 +98,7 @@ def node_metrics(node: str, gates: Mapping[str, str], drift: int, events: Mappin
                  last_audit: Optional[float], curves: Iterable[Mapping[str, Any]] = ()) -> str:
     """The textfile collector file of one node (module docstring); ``curves``: ``[{check, nodes, curve}]``."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Node(node, gates, drift, events, last_audit, curves))  # type: ignore[arg-type]
+    registry.register(_Node(node, gates, drift, events, last_audit, curves))
     return generate_latest(registry).decode("utf-8")
 
 

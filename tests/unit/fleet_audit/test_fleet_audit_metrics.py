@@ -12,8 +12,8 @@ from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.metrics import (
     METRICS, health_events, node_metrics)
 
-CURVE = [{"check": "nccl_sweep_2n", "nodes": 2, "curve": [{"size_bytes": 1 << 20, "busbw_gbps": 41.5},
-                                                         {"size_bytes": 1 << 30, "busbw_gbps": 362.0}]}]
+CURVE = [{"check": "nccl_sweep_2n", "nodes": 2,
+          "curve": [{"size_bytes": 1 << 20, "busbw_gbps": 41.5}, {"size_bytes": 1 << 30, "busbw_gbps": 362.0}]}]
 
 
 def _text():
