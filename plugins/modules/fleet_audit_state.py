@@ -14,7 +14,9 @@ description:
     snapshots), the kernel-log messages the exercise injected, when the node last passed burn_in, and the SEL mark
     the previous audit left.
   - O(mode=after) returns per host the drift table (component, expected, found, since when, first seen in which
-    run) and the exercise's timings, both from the ledger's rows and timestamps.
+    run), the exercise's timings, both from the ledger's rows and timestamps, and the node's Prometheus textfile
+    metrics; with O(report_dir) it also writes the fleet-audit page (drift table, health events, exercise timeline)
+    with its JSON and JUnit.
   - O(mode=mark_sel) appends each host's SEL mark (O(sel_marks), from M(symphony.cluster.bmc_sel_scan)) as a
     ledger event, for the next audit's SEL check.
 version_added: 0.1.0
@@ -35,6 +37,9 @@ options:
     description: With O(mode=mark_sel), C({host -> SEL mark}).
     type: dict
     default: {}
+  report_dir:
+    description: With O(mode=after), write C(fleet_audit.html), C(fleet_audit.json) and C(fleet_audit_junit.xml) here.
+    type: path
 extends_documentation_fragment:
   - symphony.cluster.ledger
   - symphony.cluster.attributes
@@ -59,8 +64,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 hosts:
-  description: Per host the state (O(mode=before)), or C(drift) and C(exercise) (O(mode=after)).
+  description: Per host the state (O(mode=before)), or C(drift), C(exercise) and C(metrics) (O(mode=after)).
   returned: always
+  type: dict
+report:
+  description: The paths of the files written (C(html), C(json), C(junit)).
+  returned: with O(mode=after) and O(report_dir)
   type: dict
 """
 
@@ -74,12 +83,15 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "mode": {"type": "str", "choices": ["before", "after", "mark_sel"], "default": "before"},
     "sel_marks": {"type": "dict", "default": {}},
+    "report_dir": {"type": "path"},
 }
 
 
 def _run(params, check_mode):
     if check_mode and params["mode"] == "mark_sel":
         return {"changed": True, "hosts": {}}
+    if check_mode:
+        params = dict(params, report_dir=None)
     return state_module(params)
 
 

@@ -18,6 +18,7 @@ from .._core.ledger import Ledger, open_ledger
 from .._host.slurm import Slurm
 from .exercise import may_resume, timings
 from .metrics import health_events, nccl_curves, node_metrics
+from .report import write_audit_report
 from .table import drift_table, previous_state
 
 STAGE = "fleet_audit"
@@ -56,7 +57,8 @@ def report(ledger: Ledger, node: str) -> Dict[str, Any]:
 def state_module(params: Mapping[str, Any]) -> Dict[str, Any]:
     """The ``fleet_audit_state`` module: ``{"hosts": {host: node_state or report}}``; ``mode`` ``before``/``after``.
 
-    ``mode: mark_sel`` appends each host's SEL mark (``sel_marks``) as an event for the next audit.
+    ``mode: mark_sel`` appends each host's SEL mark (``sel_marks``) as an event for the next audit; ``mode: after``
+    with ``report_dir`` also writes the fleet-audit page, its JSON and JUnit there (``report.write_audit_report``).
     """
     mode = params.get("mode") or "before"
     ledger = open_ledger(params.get("ledger") or None)
@@ -74,7 +76,10 @@ def state_module(params: Mapping[str, Any]) -> Dict[str, Any]:
                     hosts[host] = {"marked": True}
             else:
                 raise ValidationError("mode must be before, after or mark_sel, not %r" % mode, where="mode")
-        return {"changed": mode == "mark_sel" and bool(hosts), "hosts": hosts}
+        out: Dict[str, Any] = {"changed": mode == "mark_sel" and bool(hosts), "hosts": hosts}
+        if mode == "after" and params.get("report_dir"):
+            out["report"] = write_audit_report(ledger, params["report_dir"], hosts)
+        return out
     finally:
         ledger.close()
 

@@ -58,3 +58,23 @@ def test_a_check_that_did_not_run_exports_no_event_count():
     rows = [CheckResult("n1", "fleet_audit", "dcgm_xid", "not_run", "no GPUs"),
             CheckResult("n1", "fleet_audit", "bmc_sel", "not_run", "no BMC credentials")]
     assert health_events(rows) == {}
+
+
+def test_the_fleet_audit_page_json_and_junit(tmp_path, ledger_path):
+    from xml.etree import ElementTree as ET
+
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.gate_ops import gate_record
+    from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.state import state_module
+
+    gate_record({"ledger": ledger_path, "node": "n1", "stage": "fleet_audit", "optional": [], "waive": [],
+                 "checks": [{"name": "kernel_log", "status": "fail", "reason": "Xid 79 [injected]"},
+                            {"name": "software_drift", "status": "fail", "reason": "driver",
+                             "evidence": {"rows": [{"component": "gpu_driver", "status": "drift",
+                                                    "found": "535.54.03", "expected": ["535.161.08"]}]}}]}, False)
+    out = state_module({"ledger": ledger_path, "hosts": ["n1"], "mode": "after", "report_dir": str(tmp_path / "r")})
+    page = (tmp_path / "r" / "fleet_audit.html").read_text()
+    assert "gpu_driver" in page and "Xid 79 [injected]" in page and "no fault injected" in page
+    data = json.loads((tmp_path / "r" / "fleet_audit.json").read_text())
+    assert data["nodes"]["n1"]["gate"] == "fail" and data["nodes"]["n1"]["drift"][0]["found"] == "535.54.03"
+    suite = ET.parse(out["report"]["junit"]).getroot().find("testsuite")
+    assert suite.get("name") == "fleet_audit" and suite.get("failures") == "2"
