@@ -90,6 +90,9 @@ SKU_SCHEMA: Dict[str, Any] = {
                 "chassis_id": {"type": "string"},
                 "manager_id": {"type": "string"},
                 "bmc_vendor": {"type": "string"},
+                # nodes in one chassis behind one BMC (blade chassis); above 1 every twin node of the SKU names
+                # its bmc_system_id and is judged on that system alone
+                "nodes_per_chassis": {"type": "integer", "minimum": 1},
             },
         },
         "bom": {
@@ -189,6 +192,8 @@ SKU_SCHEMA: Dict[str, Any] = {
             "properties": {"attributes": {"type": "object",
                                           "additionalProperties": {"type": ["string", "integer", "boolean", "number"]}},
                            "settings_path": {"type": "string"},
+                           # off: no If-Match on the BIOS PATCH, for a BMC that refuses its own ETags (recorded)
+                           "etag_mode": {"enum": ["if_match", "off"]},
                            "apply_time": {"enum": ["Immediate", "OnReset", "AtMaintenanceWindowStart",
                                                    "InMaintenanceWindowOnReset"]}},
         },

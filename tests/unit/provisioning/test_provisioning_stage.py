@@ -80,7 +80,8 @@ def test_converge_record_and_rerun_without_writes(fleet):
     oob, ver = _converge(fleet)
     checks = {c["check"]: c for c in oob["hosts"]["pv-u06"]["checks"]}
     assert checks["firmware:bmc"]["reason"].startswith("updated to 11.01.01; the BMC rebooted itself")
-    assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged; activates at the "
+    assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged (task "
+                                                 "/redfish/v1/TaskService/Tasks/4 Completed); activates at the "
                                                  "runtime boot reset (host_reset)")
     assert checks["runtime_boot"]["status"] == "pass"
     bios = {c["check"]: c for c in oob["hosts"]["pv-u10"]["checks"]}["bios_settings"]
@@ -99,6 +100,13 @@ def test_converge_record_and_rerun_without_writes(fleet):
     finally:
         ledger.close()
     assert {r.run_id for r in rows} == {oob["run_id"]}
+    # issue 16: every firmware pass/staged row carries its task and the task's final state; the Supermicro push
+    # went through its two phases (verify task from the 202 body, then StartUpdate's task)
+    fw_rows = [r for r in rows if r.check.startswith("firmware:") and r.evidence.get("method")]
+    assert fw_rows and all(r.evidence["task"]["uri"] and r.evidence["task"]["state"] == "Completed" for r in fw_rows)
+    bios_row = next(r for r in fw_rows if r.check == "firmware:bios")
+    assert bios_row.evidence["start_update_task"]["uri"] == "/redfish/v1/TaskService/Tasks/4"
+    assert bios_row.evidence["staged"] == "BIOS Date: 08/04/2023 Ver 1.4"
     assert {r.check for r in rows} >= {"inventory_read", "firmware:bmc", "bios_settings", "runtime_boot", "verify"}
     assert gates["pv-u06"]["provisioning"].status == gates["pv-u10"]["provisioning"].status == "pass"
 
