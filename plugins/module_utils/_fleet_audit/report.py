@@ -104,12 +104,13 @@ def render_page(data: Mapping[str, Any]) -> str:
 def write_audit_report(ledger: Ledger, out_dir: str, reports: Mapping[str, Mapping[str, Any]]) -> Dict[str, str]:
     """Write the three files into ``out_dir``; returns their paths."""
     data = audit_data(ledger, reports)
+    # rendered before anything is written, so a missing plotly leaves no half-written report behind
+    texts = {"json": json.dumps(data, indent=1, sort_keys=True, default=str), "junit": render_junit(data),
+             "html": render_page(data)}
     os.makedirs(out_dir, exist_ok=True)
-    paths = {k: os.path.join(out_dir, name) for k, name in FILES.items()}
-    with open(paths["json"], "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1, sort_keys=True, default=str)
-    with open(paths["junit"], "w", encoding="utf-8") as handle:
-        handle.write(render_junit(data))
-    with open(paths["html"], "w", encoding="utf-8") as handle:
-        handle.write(render_page(data))
+    paths = {}
+    for key, text in texts.items():
+        paths[key] = os.path.join(out_dir, FILES[key])
+        with open(paths[key], "w", encoding="utf-8") as handle:
+            handle.write(text)
     return paths
