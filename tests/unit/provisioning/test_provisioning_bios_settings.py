@@ -193,8 +193,8 @@ class CommittedBmc(ScriptedBmc):
 
     def patch(self, path, body):
         raise RedfishHTTPError("HTTP 400; IDRAC.2.8.SYS011: Pending configuration values are already "
-                                     "committed, unable to perform another set operation.", status=400,
-                                     extended_info=[{"MessageId": "IDRAC.2.8.SYS011"}])
+                               "committed, unable to perform another set operation.", status=400,
+                               extended_info=[{"MessageId": "IDRAC.2.8.SYS011"}])
 
     def members(self, uri):
         assert uri == "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs"

@@ -7,6 +7,7 @@ sends no write.  The same flow as tests/integration/test_provisioning_emulator.p
 
 import json
 import os
+from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -122,3 +123,29 @@ def test_plan_phase_reads_and_writes_nothing(fleet):
     assert out["writes"] == 0 and out["changed"] is False
     assert out["diff"]["before"]["pv-u10"] and out["plan_lines"]
     assert [c["check"] for c in out["hosts"]["pv-u06"]["checks"]] == ["inventory_read"]
+
+
+def test_a_node_another_run_holds_is_not_touched(fleet):
+    """Issue 25: a rerun raced a killed run's module (double uploads, double resets); now it stops for that node."""
+    ledger = open_ledger(fleet["settings"].ledger)
+    holder = {"run_id": "prov-other", "host": "controller-2.example", "pid": 4242, "stage": "provisioning"}
+    ledger.acquire_leases(["pv-u06"], holder, ttl_s=600)
+    oob = run_stage(fleet["nodes"], fleet["skus"], fleet["settings"], "out_of_band")
+    entry = oob["hosts"]["pv-u06"]
+    assert entry["writes"] == 0 and "gate" not in entry
+    assert "leased by run prov-other on host controller-2.example pid 4242" in entry["error"]
+    assert oob["hosts"]["pv-u10"]["writes"] > 0
+    assert ledger.history("pv-u06", "provisioning") == []
+    assert [(lease["node"], lease["run_id"]) for lease in ledger.leases()] == [("pv-u06", "prov-other")]
+    ledger.close()
+
+
+def test_one_gate_row_per_node_per_run_when_the_bmc_cannot_be_read(fleet):
+    """Issue 25: out_of_band recorded a gate for an unreadable BMC, and verify of the same run a second one."""
+    fleet["bmcs"]["pv-u10"].handle = lambda *args, **kwargs: SimpleNamespace(abort=True)
+    oob, ver = _converge(fleet)
+    assert oob["hosts"]["pv-u10"]["gate"]["status"] == ver["hosts"]["pv-u10"]["gate"]["status"] == "fail"
+    ledger = open_ledger(fleet["settings"].ledger)
+    rows = ledger._query("SELECT node, run_id FROM gates ORDER BY node")
+    ledger.close()
+    assert rows == [("pv-u06", oob["run_id"]), ("pv-u10", oob["run_id"])]

@@ -70,7 +70,7 @@ def make_node(repo_root, tmp_path):
                                      optional=("tunings",))
         node = dict(twin.nodes[HOST], sku=sku)
         manifest = skus[sku] if vendor is None else dict(skus[sku], system=dict(skus[sku]["system"],
-                                                                                 bmc_vendor=vendor))
+                                                                                bmc_vendor=vendor))
         made.update(bmc=BMC(Spec(node, manifest, list(defects)), "admin", PASSWORD, {"*": FAST}), tamper={},
                     sent=[], if_match=[])
         return dict(made, nodes={HOST: node}, skus=skus, settings=settings)
@@ -126,7 +126,7 @@ def test_already_in_update_mode_asks_for_a_bmc_cold_reset(node):
     boundary = "XsymphonyX"
     body = (b'--%s\r\nContent-Disposition: form-data; name="UpdateFile"; filename="i.bin"\r\n'
             b'Content-Type: application/octet-stream\r\n\r\n%s\r\n--%s--\r\n' % (boundary.encode(), image,
-                                                                              boundary.encode()))
+                                                                                 boundary.encode()))
     first = bmc.handle("POST", UPLOAD, "", {"Content-Type": "multipart/form-data; boundary=%s" % boundary,
                                             "Authorization": requests.auth._basic_auth_str("admin", PASSWORD)}, body)
     assert first.status == 202
