@@ -14,11 +14,14 @@ description:
     mode; it sends no write request to any BMC.
   - Returns per host the checks C(firmware_drift) and C(bios_drift), each with one drift row per component in
     C(evidence.rows). A BMC that cannot be read (completely) makes them C(not_run) with the reason.
+  - With O(ledger), each node is leased in the ledger before its BMC is read; a node another run holds (an audit
+    still running, a provisioning run) is C(not_run) naming the holder, so overlapping runs never read twice.
 version_added: 0.1.0
 author:
   - symphony.cluster maintainers (@symphony-cluster)
 options: {}
 extends_documentation_fragment:
+  - symphony.cluster.ledger
   - symphony.cluster.redfish
   - symphony.cluster.fleet
   - symphony.cluster.fleet.TWIN_BATCH
@@ -52,15 +55,18 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import default_ledger_path
 from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.oob import audit_oob
 
-ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True)
+ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={"ledger": {"type": "str"}})
 
 
 def _run(params, check_mode):
-    return audit_oob(params)
+    # check mode leases nothing: it writes no ledger row
+    ledger = None if check_mode else (params.get("ledger") or default_ledger_path())
+    return audit_oob(dict(params, ledger=ledger))
 
 
 def main():

@@ -21,7 +21,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .._core.errors import SymphonyError
 from .._core.fwplan import MISSING, build_plan
-from .._core.gate import Outcome, not_run
+from .._core.gate import Outcome, new_run_id, not_run
+from .._core.leases import NodeLeases
 from .._core.secrets import scrub
 from .._core.sku import load_skus
 from .._fleet.batch import run_batch
@@ -103,7 +104,9 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
     """The ``fleet_audit_bmc`` module's work: ``{"checks": {host: [check dict]}, "summary", "wall_s"}``.
 
     ``params``: the twin-batch fleet options (``nodes`` or ``twin``, ``sku_dir``, BMC connection, ``bmc_map``,
-    ``workers``).  Reads only (``SECTIONS``); passwords never appear in the result.
+    ``workers``) and ``ledger``.  Reads only (``SECTIONS``); passwords never appear in the result.  With a ledger,
+    each node is leased first (a run owns its nodes): a node another run holds (an audit still running, a
+    provisioning run) is ``not_run`` naming the holder, and its BMC is not read.
     """
     started = time.monotonic()
     manifests = load_skus(params["sku_dir"])
@@ -133,14 +136,17 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
         finally:
             close_quietly(client)
 
+    leases = NodeLeases(params["ledger"], params.get("run_id") or new_run_id("audit"), "fleet_audit") \
+        if params.get("ledger") else None
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                         key=lambda it: it["url"] or id(it))
+                         key=lambda it: it["url"] or id(it), leases=leases)
     checks: Dict[str, List[Dict[str, Any]]] = {}
     summary: Dict[str, int] = {}
     for host, _item in items:
         o = outcomes[host]
-        found = o.value if o.ok else {name: not_run("internal error reading the BMC: %s" % o.error.get("msg"))
-                                      for name in ("firmware_drift", "bios_drift")}
+        why = ("another run holds the node: %s" if o.error.get("error") == "LeaseError" else
+               "internal error reading the BMC: %s") % o.error.get("msg") if not o.ok else ""
+        found = o.value if o.ok else {name: not_run(why) for name in ("firmware_drift", "bios_drift")}
         checks[host] = scrub([_check(name, outcome) for name, outcome in found.items()], secrets)
         for c in checks[host]:
             summary[c["status"]] = summary.get(c["status"], 0) + 1

@@ -96,3 +96,17 @@ def test_a_node_without_a_bmc_address_is_not_run(fleet):
     out = audit_oob(dict(fleet["params"], nodes=[node]))
     assert [c["status"] for c in out["checks"]["not-in-the-map"]] == ["not_run", "not_run"]
     assert "no BMC address" in out["checks"]["not-in-the-map"][0]["reason"]
+
+
+def test_a_node_another_run_holds_is_not_run_naming_the_holder(fleet, ledger_path):
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.leases import NodeLeases
+
+    other = NodeLeases(ledger_path, "prov-20261201T000000-deadbeef", "provisioning")
+    assert other.acquire(["pv-u06"]) == {}
+    out = audit_oob(dict(fleet["params"], ledger=ledger_path))
+    held = {c["name"]: c for c in out["checks"]["pv-u06"]}
+    assert held["firmware_drift"]["status"] == "not_run"
+    assert "another run holds the node" in held["firmware_drift"]["reason"]
+    assert "prov-20261201T000000-deadbeef" in held["firmware_drift"]["reason"]
+    free = {c["name"]: c for c in out["checks"]["pv-u10"]}
+    assert free["bios_drift"]["status"] == "fail"
