@@ -38,6 +38,8 @@ _PCIE = {
         "gen": {"type": "integer", "minimum": 1, "maximum": 7},
     },
 }
+# In-band software a SKU may pin (fleet_audit reads each with the tool named in _fleet_audit/observe.py).
+SOFTWARE_COMPONENTS = ("kernel", "gpu_driver", "cuda", "dcgm", "nccl", "ofed", "container_toolkit", "rocm")
 _SOURCES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}}
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean"]}}
 # A profile's threshold may instead be relative to a measured baseline (_burnin/calibration.py): a fraction of a
@@ -215,6 +217,16 @@ SKU_SCHEMA: Dict[str, Any] = {
                            "gpu_power_limit_w": {"type": "number", "minimum": 0}},
         },
         "nccl_env": {"type": "object", "additionalProperties": {"type": "string"}},
+        # What runs in-band after handoff (fleet_audit drift): accepted version strings exactly as the node's own
+        # tool prints them, each with its source.  The names are fixed so a misspelt pin cannot pass unjudged.
+        "software": {
+            "type": "object", "additionalProperties": False,
+            "properties": {name: {"type": "object", "additionalProperties": False, "required": ["accepted", "source"],
+                                  "properties": {"accepted": {"type": "array", "minItems": 1,
+                                                              "items": {"type": "string", "minLength": 1}},
+                                                 "source": {"type": "string", "minLength": 1}}}
+                           for name in SOFTWARE_COMPONENTS},
+        },
         "burn_in": {
             "type": "object", "additionalProperties": False, "required": ["tiers"],
             "properties": {

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from .._core.errors import ValidationError
 from .._core.gate import Outcome, failed, not_run, passed
-from .._redfish.firmware_match import describe, firmware_members
+from .._core.match import describe, firmware_members
 from .graph import AuditContext
 from .parts import absent_parts, main_system, present_parts, slot_of, tolerate_gaps, unreadable
 

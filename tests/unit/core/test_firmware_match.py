@@ -10,8 +10,8 @@ import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_manifest, validate_manifest
-from ansible_collections.symphony.cluster.plugins.module_utils._provision.fwplan import members_of, plan_component
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish.firmware_match import firmware_members
+from ansible_collections.symphony.cluster.plugins.module_utils._core.fwplan import members_of, plan_component
+from ansible_collections.symphony.cluster.plugins.module_utils._core.match import firmware_members
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import FirmwareItem
 
 
