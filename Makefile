@@ -25,7 +25,7 @@ DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-cl
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
         test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \
-        device-wheels device-check
+        device-wheels device-check device-collect
 
 help:
 	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
@@ -149,7 +149,17 @@ $(DEVICE_WHEELS)/.stamp: requirements.txt tests/device/requirements.txt | venv
 
 device-check: device-wheels collection
 	SYMPHONY_DEVICE_BUNDLE=$(DEVICE_WHEELS) $(PY) -m pytest -q tests/device
-	@echo "ready: device run(command='bash tests/device/run.sh', carry=['build/device/wheels'], timeout_s=540)"
+	@echo "ready: device run(command='bash tests/device/run.sh', carry=['build/device/wheels'], timeout_s=480)"
+
+# After a device run: DEVICE_OUT=<the folder its files came back to> make device-collect keeps its figures as
+# build/bench/validation_gpu.json and its nvidia-smi outputs as fixtures (tests/unit/burnin/test_device_fixtures.py).
+device-collect:
+	@test -n "$(DEVICE_OUT)" -a -f "$(DEVICE_OUT)/validation_gpu.json" || \
+	  { echo "set DEVICE_OUT to the folder holding the device run's validation_gpu.json"; exit 1; }
+	mkdir -p build/bench tests/fixtures
+	cp "$(DEVICE_OUT)/validation_gpu.json" build/bench/validation_gpu.json
+	cp "$(DEVICE_OUT)"/nvidia-smi-*.txt tests/fixtures/
+	@cat "$(DEVICE_OUT)/summary.txt"
 
 # The lab hosts: LAB_N network namespaces (1..16) with sshd + slurmd, slurmctld in the root namespace; needs root.
 # `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/, with

@@ -20,7 +20,10 @@ import socket
 import subprocess
 import sys
 
-import jsonschema
+try:
+    import jsonschema
+except ImportError:  # setup failed and this runs under a bare python3: the table still comes out
+    jsonschema = None
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import SymphonyError
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.nvidia_smi import parse_nvidia_smi_xml
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.power_csv import parse_query_csv
@@ -35,6 +38,9 @@ SCHEMA = os.path.join(HERE, "validation_gpu.schema.json")
 QUERY_FIELDS = ("index", "name", "pci.bus_id", "driver_version", "pstate", "persistence_mode", "memory.total",
                 "temperature.gpu", "power.draw", "power.limit", "power.default_limit", "power.max_limit", "clocks.sm",
                 "clocks.max.sm", "clocks.mem", "clocks_event_reasons.active")
+# What the collection's telemetry asks for (telemetry.NvidiaSmiBackend): the query retried with these alone when a
+# field above is unknown to the driver.
+QUERY_FALLBACK = ("index", "name", "power.draw", "temperature.gpu", "clocks.sm", "clocks_throttle_reasons.active")
 SMOKE_PRECISIONS = ("bf16", "fp8")
 
 
@@ -100,8 +106,11 @@ def nvsmi(work, out, sku_tdp_w):
             product = gpu.get("product_name") or "unknown"
             result["fixtures"].append(_fixture(out, "q-x", product, parsed["driver_version"], stamp, xml_argv,
                                                proc.stdout))
-            query_argv = ["nvidia-smi", "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv"]
-            qproc, qerror = _run(query_argv)
+            for fields in (QUERY_FIELDS, QUERY_FALLBACK):
+                query_argv = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv"]
+                qproc, qerror = _run(query_argv)
+                if qproc is not None and qproc.returncode == 0:
+                    break
             if qproc is not None and qproc.returncode == 0:
                 result["fixtures"].append(_fixture(out, "query-gpu", product, parsed["driver_version"], stamp,
                                                    query_argv, qproc.stdout))
@@ -265,7 +274,9 @@ def table(doc):
     temps = [p["max_temp_c"] for _k, p in ran if p.get("max_temp_c") is not None]
 
     rows = [
-        ("GPU", why(gpu) or "%s, driver %s, CUDA %s" % (gpu["model"], gpu["driver_version"], gpu["cuda_version"])),
+        ("GPU", why(gpu) or "%s, driver %s, CUDA %s, power limit %s W (default %s W)" % (
+            gpu["model"], gpu["driver_version"], gpu["cuda_version"], _fmt(gpu.get("power_limit_w")),
+            _fmt(gpu.get("default_power_limit_w")))),
         ("sustained power", why(sus) or "%s W mean = %s of TDP %s W (%s), check %s" % (
             _fmt(sus.get("mean_power_w")), _fmt(sus.get("fraction_of_tdp"), "%.2f"), _fmt(sus.get("tdp_w")),
             sus.get("load"), sus.get("check"))),
@@ -310,9 +321,12 @@ def summary(work, out):
     parts = [doc["gpu"], doc["burn_in"], doc["matmul"]] + list(doc["power"].values()) + list(doc["smoke"].values())
     doc["complete"] = all(p["status"] == "ran" for p in parts)
     doc["plot"] = plot(traces, os.path.join(out, "power.png"))
-    jsonschema.validate(doc, _read_json(SCHEMA))
+    if jsonschema is not None:
+        jsonschema.validate(doc, _read_json(SCHEMA))
     _write_json(os.path.join(out, "validation_gpu.json"), doc)
     text = table(doc)
+    if jsonschema is None:
+        text += "(validation_gpu.json not checked against its schema: jsonschema is not importable)\n"
     with open(os.path.join(out, "summary.txt"), "w", encoding="utf-8") as handle:
         handle.write(text)
     return 0
