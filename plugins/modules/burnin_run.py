@@ -120,6 +120,14 @@ optional:
   returned: always
   type: list
   elements: str
+declared:
+  description:
+    - Every check the SKU declares for burn-in in this profile (all its tests and the per-tier XID scans), whether
+      this run ran it or not. Give it to M(symphony.cluster.gate_record) as O(symphony.cluster.gate_record#module:declared)
+      so a run of some tests (O(tests), O(tiers)) gates on the latest result of every declared check.
+  returned: always
+  type: list
+  elements: str
 stopped_after:
   description: The test whose failure stopped the node, or null.
   returned: always

@@ -258,7 +258,7 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
     ``params``: node, manifest, profile, tiers, tests, overrides, evidence_dir, run_id, stopped_after,
     fail_fast.  In check mode returns the plan without running anything.  Returns the module result:
     ``{changed, run_id, plan, checks: [gate_record check dicts with absolute evidence paths], optional,
-    stopped_after, tiers, evidence_dir, evidence_files}``.
+    declared (every check the SKU declares for this profile), stopped_after, tiers, evidence_dir, evidence_files}``.
     """
     manifest = _validate(params["manifest"])
     profile = params.get("profile") or "production"
@@ -266,7 +266,10 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
                       overrides=params.get("overrides") or None, calibration=params.get("calibration"))
     run_id = params.get("run_id") or new_run_id("burnin")
     optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
+    # every declared check, not only this run's plan: the gate reads the latest result of each (issue 25)
+    declared = gate_graph(manifest, profile).order()
     out = {"changed": False, "run_id": run_id, "plan": [t.to_dict() for t in plan], "optional": optional,
+           "declared": declared,
            "profile": profile, "checks": [], "stopped_after": params.get("stopped_after"), "tiers": {},
            "evidence_dir": params["evidence_dir"], "evidence_files": []}
     if check_mode:

@@ -26,7 +26,8 @@ from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from .._core.dispatch import dispatch_rows, write_dispatch, write_dispatch_latest
 from .._core.errors import ValidationError
-from .._core.gate import PASS, CheckResult, GateVerdict, new_run_id
+from .._core.gate import BLOCKED, PASS, CheckResult, GateVerdict, new_run_id
+from .._core.leases import NodeLeases
 from .._core.ledger import Ledger
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
@@ -42,7 +43,7 @@ from .discovery import discover_node
 from .graph import STAGE, Observation, check_graph
 from .judge import judge
 from .leases import LeaseIndex, read_leases
-from .observe import observe_node
+from .observe import audit_reader, observe_node
 
 AUDIT_WORKERS = 128
 
@@ -124,6 +125,11 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         if node.get("sku") not in manifests:
             raise ValidationError("SKU %r of %s has no manifest (known: %s)"
                                   % (node.get("sku"), host, ", ".join(sorted(manifests))), where=host)
+        per_chassis = manifests[node["sku"]].get("system", {}).get("nodes_per_chassis", 1)
+        if per_chassis > 1 and not node.get("bmc_system_id"):
+            # one BMC serves several nodes: without its system a node would be judged on all of them
+            raise ValidationError("SKU %s has %d nodes per chassis behind one BMC; the twin must name %s's "
+                                  "bmc_system_id (its Systems member)" % (node["sku"], per_chassis, host), where=host)
     index = None
     if settings.lease_file:
         index = LeaseIndex(read_leases(settings.lease_file, settings.lease_format), now=now)
@@ -151,14 +157,17 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         node_settings = dataclasses.replace(settings, max_concurrency=1)
 
     def work(host, item):
-        obs, warns = observe_node(item["node"], item["endpoint"], item["entry"], node_settings, item["discovery"],
-                                  settings.lease_file, client_factory, reader, registries)
         manifest = manifests[item["node"]["sku"]]
+        obs, warns = observe_node(item["node"], item["endpoint"], item["entry"], node_settings, item["discovery"],
+                                  settings.lease_file, client_factory, reader or audit_reader(item["node"], manifest),
+                                  registries)
         results, verdict = judge(item["node"], manifest, obs, run_id, graphs[item["node"]["sku"]], cutoff, now)
         return obs, warns, results, verdict
 
+    # a run owns its nodes: each is leased in the ledger before its BMC is touched (not in check mode: no ledger)
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                         key=lambda item: item["endpoint"]["url"])
+                         key=lambda item: item["endpoint"]["url"],
+                         leases=NodeLeases(settings.ledger, run_id, STAGE) if settings.ledger else None)
     all_results: list[CheckResult] = []
     verdicts: dict[str, GateVerdict] = {}
     hosts: dict[str, HostAudit] = {}
@@ -167,6 +176,11 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
     total_requests = 0
     for host, item in items:
         out = outcomes[host]
+        if not out.ok and out.error.get("error") == "LeaseError":
+            # another run holds the node: this one neither judges nor records it, and says who holds it
+            hosts[host] = {"gate": BLOCKED, "reason": scrub(out.error["msg"], secrets), "failing": [], "checks": [],
+                           "endpoint": item["endpoint"], "requests": 0, "elapsed_s": 0.0}
+            continue
         if out.ok:
             obs, warns, results, verdict = out.value
         else:
@@ -185,8 +199,8 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         by_host[host] = results
         verdicts[host] = verdict
         entry: HostAudit = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
-                 "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
-                 "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
+                            "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
+                            "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
         if return_details:
             entry["results"] = [r.to_dict() for r in results]
         hosts[host] = entry

@@ -148,7 +148,7 @@ def test_pulsating_power_test_drives_the_load_as_a_process_group(repo_root, tmp_
     kmsg.write_text("6,1,1000000,-;Linux version 6.1\n")
     store = EvidenceStore(str(tmp_path / "ev"), "n1", "r1")
     ctx = Context(test, "n1", manifest, "production", Executor(), store, "power/power_pulsating/attempt-1",
-                      KernelLog(source="kmsg", kmsg_path=str(kmsg)), time.monotonic() + test.timeout_s)
+                  KernelLog(source="kmsg", kmsg_path=str(kmsg)), time.monotonic() + test.timeout_s)
     outcome = C.check_power_pulsating(ctx)
     assert outcome.status == "pass", outcome.reason
     assert (tmp_path / "ev" / ctx.evidence["load_output"]).read_text().startswith("load -tc 3")

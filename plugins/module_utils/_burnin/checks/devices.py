@@ -206,7 +206,6 @@ def check_fio(ctx: TestContext) -> Outcome:
     return passed(observed=observed, expected=expected or "fio completes without error", reason=words)
 
 
-
 def check_ibstat(ctx: TestContext) -> Outcome:
     """InfiniBand/RoCE ports (``ibstat``): every expected fabric port Active/LinkUp at the SKU's rate.
 
