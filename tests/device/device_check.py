@@ -168,7 +168,8 @@ def burn_in_part(results, steps):
     if not results:
         return dict(_not_run(_step_reason(steps, "burn_in", "the burn_in play")), checks={})
     checks = {c["name"]: {"status": c["status"], "reason": c.get("reason") or ""} for c in results["checks"]}
-    return {"status": "ran", "reason": "", "run_id": results.get("run_id"), "checks": checks}
+    return {"status": "ran", "reason": "", "run_id": results.get("run_id"), "checks": checks,
+            "host_failed": results.get("host_failed")}
 
 
 def power_parts(results, steps):
@@ -291,6 +292,10 @@ def table(doc):
          ("-" if not ran else "not read (no clock-event mask in the telemetry)"
           if not any(p.get("throttle_read_pct") for _k, p in ran) else "none")),
     ]
+    burn = doc["burn_in"]
+    rows.append(("burn_in checks", why(burn) or ", ".join("%s %s" % (name, c["status"]) for name, c in
+                                                          sorted(burn["checks"].items())) +
+                 ("; host failed: %s" % burn["host_failed"][:160] if burn.get("host_failed") else "")))
     for precision in SMOKE_PRECISIONS:
         part = smoke[precision]
         rows.append(("smoke %s" % precision, why(part) or "%s tokens/s, MFU %s%% of datasheet %s TFLOP/s, %s%% of "

@@ -113,7 +113,9 @@ def test_run_sh_on_a_fake_gpu(fake_run, tool_outputs):
 def test_the_guard_refuses_every_option_that_changes_the_card(fake_run):
     base, _proc = fake_run
     guard = base / "work" / "bin" / "nvidia-smi"
-    # Nothing in the run asked for a change (gpu_tunings ran in check mode), and the fake saw only queries.
+    # gpu_tunings ran in check mode: it planned its nvidia-smi calls and made none; the fake saw only queries.
+    tunings = json.loads((base / "work" / "gpu_tunings.json").read_text())
+    assert tunings["status"] == "not_run" and tunings["changes"] and "change(s) to make" in tunings["reason"]
     assert not (base / "work" / "nvidia-smi-refused.log").exists()
     assert not (base / "fake-asked.log").exists()
     for argv in (["-pm", "1"], ["-i", "0", "-pl", "500"], ["-lgc", "1980"], ["-r"], ["-mig", "1"], ["-c", "3"],
