@@ -3,20 +3,24 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Power-tier test kinds: sustained and pulsating TDP load with 1 Hz GPU telemetry, judged by :func:`evaluate_power`.
 
-The load (gpu-burn or dcgmproftester) runs as a :func:`_host.process.spawn` process group: pulsating load
+The load (gpu-burn, dcgmproftester, or the built-in PyTorch load of :mod:`_host.gpu_load` where neither is
+installed) runs as a :func:`_host.process.spawn` process group: pulsating load
 pauses and resumes it with SIGSTOP/SIGCONT while :class:`_host.telemetry.Sampler` reads the GPUs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
+import sys
 import time
 from typing import Any
 
 from ..._core.errors import ManifestError, ToolNotFoundError
 from ..._core.gate import Outcome, failed, passed
 from ..._host import telemetry
+from ..._host.gpu_load import NO_CUDA_RC, PYTORCH_LOAD, PYTORCH_PROBE
 from ..._host.process import spawn
 from ..context import TestContext
 from ..kernel_log import kernel_findings
@@ -86,17 +90,32 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     return not problems, problems, per_gpu
 
 
-def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str]:
+def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str, str]:
+    """``(argv, executable, name)`` of the load for ``params.load``: ``auto`` takes gpu_burn, then dcgmproftester,
+    then ``pytorch`` (this interpreter's PyTorch, when it sees a CUDA device: :mod:`_host.gpu_load`)."""
     load = ctx.params.get("load", "auto")
+    why = ""
     if load in ("auto", "gpu_burn"):
         tool = ctx.which("gpu_burn", "gpu-burn")
         if tool:
-            return [tool] + [str(a) for a in ctx.params.get("load_args", ["-tc"])] + [str(int(duration_s))], tool
+            return ([tool] + [str(a) for a in ctx.params.get("load_args", ["-tc"])] + [str(int(duration_s))], tool,
+                    os.path.basename(tool))
     if load in ("auto", "dcgmproftester"):
         tool = ctx.which("dcgmproftester12", "dcgmproftester11", "dcgmproftester")
         if tool:
-            return [tool, "--no-dcgm-validation", "-t", "1004", "-d", str(int(duration_s))], tool
-    raise ToolNotFoundError("no GPU load generator (gpu_burn or dcgmproftester) on this node")
+            return [tool, "--no-dcgm-validation", "-t", "1004", "-d", str(int(duration_s))], tool, os.path.basename(tool)
+    if load in ("auto", "pytorch"):
+        if importlib.util.find_spec("torch") is None:
+            why = "; PyTorch is not installed for %s" % sys.executable
+        else:
+            probe = ctx.run([sys.executable, "-c", PYTORCH_PROBE], "pytorch-probe", timeout_s=120)
+            if probe.rc == 0:
+                return [sys.executable, "-c", PYTORCH_LOAD, str(int(duration_s))], sys.executable, "pytorch"
+            why = "; %s" % ((probe.stdout + probe.stderr).strip().splitlines() or ["PyTorch probe exited %s" % probe.rc])[-1]
+            if probe.rc != NO_CUDA_RC:
+                why += " (probe exited %s)" % probe.rc
+    raise ToolNotFoundError("no GPU load generator (gpu_burn, dcgmproftester or PyTorch with a CUDA device) on this "
+                            "node%s" % why)
 
 
 def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
@@ -107,7 +126,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     ``bom.gpus.max_operating_temp_c``, else 87), ``max_xid`` (0), ``max_power_brake_events`` (pulsating: 0).
     ``max_sel_critical`` is judged on the controller from the BMC SEL, not here.
     params: ``duration_s`` (300), ``warmup_s`` (10), ``sample_interval_s`` (1), ``period_s`` (10),
-    ``duty_cycle`` (0.5), ``load`` (auto|gpu_burn|dcgmproftester).
+    ``duty_cycle`` (0.5), ``load`` (auto|gpu_burn|dcgmproftester|pytorch).
     """
     count, gpus = gpu_expectation(ctx)
     tdp = ctx.threshold("target_w", gpus.get("tdp_w"))
@@ -124,7 +143,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         raise ManifestError("power_pulsating needs params.period_s ≥ 2 and 0 < params.duty_cycle < 1",
                             where=where_in_sku(ctx))
     backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", ("nvml", "nvidia-smi", "rocm-smi"))))
-    argv, tool = _load_command(ctx, duration)
+    argv, tool, load_name = _load_command(ctx, duration)
     xid_note = ""
     try:
         marker = ctx.kernel_log.snapshot()
@@ -178,7 +197,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     else:
         problems.append("kernel log not readable, XIDs not checked: %s" % xid_note)
     observed = {"per_gpu": per_gpu, "xids": xids, "samples": len(samples), "backend": backend.name,
-                "load": os.path.basename(tool)}
+                "load": load_name}
     expected = {"mean_power_w": "%g-%g × %g W" % (low, high, tdp), "max_throttle_pct": max_throttle,
                 "max_temp_c": max_temp, "max_xid": max_xid}
     if pulse:
