@@ -114,6 +114,19 @@ optional:
   returned: always
   type: list
   elements: str
+declared:
+  description:
+    - Every check of the SKU's burn-in gate for this profile (all tiers' tests and the tier XID scans), whatever
+      O(tiers)/O(tests) restrict this run to. Give it to M(symphony.cluster.gate_record)'s C(declared), so the
+      gate is built from the declaration and a check missing from this run's results is judged, not dropped.
+  returned: always
+  type: list
+  elements: str
+fabric_tests:
+  description: The planned fabric-tier tests (name, kind, params, thresholds, timeout_s) for M(symphony.cluster.fabric_test)'s C(test).
+  returned: always
+  type: list
+  elements: dict
 stopped_after:
   description: The test whose failure stopped the node, or null.
   returned: always

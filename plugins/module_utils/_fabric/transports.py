@@ -126,14 +126,16 @@ class Iperf3Transport(PairTransport):
 
 class IbWriteBwTransport(PairTransport):
     """perftest ``ib_write_bw`` per HCA (``-d <hca>``, ``--report_gbits``, ``-s size``, ``-D seconds``);
-    the pair's value is its slowest HCA in Gb/s, every HCA's number is evidence."""
+    the pair's value is its slowest HCA in Gb/s, every HCA's number is evidence.  ``bidirectional`` adds
+    ``-b`` (perftest: both directions at once, the sum reported), what a ``min_bidir_gbps`` floor is about."""
 
     name = "ib_write_bw"
     unit = "Gb/s"
 
     def __init__(self, launcher, addresses=None, timeout_s=60, hcas=("mlx5_0",), size=8388608, duration_s=5,
-                 port=18515, binary="ib_write_bw"):
+                 port=18515, binary="ib_write_bw", bidirectional=False):
         super().__init__(launcher, addresses, timeout_s)
+        self.bidirectional = bool(bidirectional)
         self.hcas = list(hcas)
         self.size = int(size)
         self.duration_s = int(duration_s)
@@ -145,6 +147,8 @@ class IbWriteBwTransport(PairTransport):
         for i, hca in enumerate(self.hcas):
             port = self.port + slot * len(self.hcas) + i
             common = ["-d", hca, "-p", str(port), "--report_gbits", "-s", str(self.size), "-D", str(self.duration_s), "-F"]
+            if self.bidirectional:
+                common.append("-b")
             server = self.launcher.wrap(b, ["timeout", str(int(self.timeout_s)), self.binary] + common)
             try:
                 srv = spawn(server)
@@ -166,7 +170,8 @@ class IbWriteBwTransport(PairTransport):
                 return self.error(a, b, "ib_write_bw output unreadable on %s: %s" % (hca, exc))
         worst = min(per_hca, key=lambda hca: per_hca[hca])
         return PairTest(a, b, OK, per_hca[worst], self.unit,
-                        evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst})
+                        evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst,
+                                  "bidirectional": self.bidirectional})
 
 
 class NcclPairTransport(PairTransport):
@@ -216,7 +221,7 @@ def make_transport(name: str, launcher: Launcher, addresses: dict | None = None,
         keys = ("timeout_s", "duration_s", "port", "streams", "bidir", "binary")
         return Iperf3Transport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name == "ib_write_bw":
-        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary")
+        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary", "bidirectional")
         return IbWriteBwTransport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name in ("nccl-tests", "rccl-tests"):
         keys = ("timeout_s", "binary", "gpus_per_node", "size", "env")
