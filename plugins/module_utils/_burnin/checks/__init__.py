@@ -14,7 +14,7 @@ GPU tier: ``nvidia_smi_health``, ``dcgm_diag``, ``rocm_smi_health``, ``amd_field
 ``dcgmproftester``.  Power tier: ``power_sustained``, ``power_pulse``.
 
 One registry, :data:`KINDS` (kind -> function); the runner looks every test up there.  The functions live
-per tier: :mod:`.node` and :mod:`.devices` (node tier), :mod:`.gpu`, :mod:`.power`.
+per tier: :mod:`.node` and :mod:`.devices` (node tier), :mod:`.gpu` and :mod:`.dcgm`, :mod:`.power`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Callable
 
 from ..._core.gate import Outcome
 from ..context import TestContext
+from .dcgm import check_dcgm_diag
 from .devices import check_fio, check_ibstat, check_pcie_links
 from .gpu import (
     check_amd_field_diag,
-    check_dcgm_diag,
     check_dcgmproftester,
     check_gpu_burn,
     check_nvidia_smi_health,

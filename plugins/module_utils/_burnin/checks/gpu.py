@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPU-tier test kinds: NVIDIA (nvidia-smi health, DCGM diag, gpu-burn, dcgmproftester) and AMD (rocm-smi
-health, ROCm Validation Suite, AMD field diagnostics).
+"""GPU-tier test kinds: NVIDIA (nvidia-smi health, gpu-burn, dcgmproftester; DCGM diag in :mod:`.dcgm`) and AMD
+(rocm-smi health, ROCm Validation Suite, AMD field diagnostics).
 
 Where the profile expects no GPU (or another vendor's) the test is ``not_run`` saying so
 (:func:`gpu_expectation`); an absent tool raises :class:`ToolNotFoundError`.
@@ -14,7 +14,6 @@ import os
 
 from ..._core.errors import ToolNotFoundError
 from ..._core.gate import Outcome, failed, not_run, passed
-from ..._host.parsers.dcgm import parse_dcgm_diag
 from ..._host.parsers.gpu_burn import parse_gpu_burn
 from ..._host.parsers.nvidia_smi import parse_nvidia_smi_xml
 from ..._host.parsers.rocm_smi import parse_rocm_smi_json
@@ -90,60 +89,6 @@ def check_nvidia_smi_health(ctx: TestContext) -> Outcome:
                       observed=observed, expected=expected)
     return passed(observed=observed, expected=expected,
                   reason="%d GPUs healthy (driver %s)" % (len(found), parsed["driver_version"]))
-
-
-DCGM_LEVELS = {"quick": 1, "short": 1, "medium": 2, "long": 3, "xlong": 4}
-
-
-def check_dcgm_diag(ctx: TestContext) -> Outcome:
-    """DCGM diagnostic ``dcgmi diag -r <level> -j`` at ``params.level`` (1-4, quick/medium/long/xlong or a test list).
-
-    A ``Fail`` fails, a ``Warn`` passes with the warning in the reason, ``Skip``/``Not Run`` tests
-    are listed; a document with no test is ``not_run`` (never pass).  Exit code and JSON are read
-    together: a non-zero exit with no failing test in the JSON fails.
-    """
-    gpu_expectation(ctx, "nvidia")
-    tool = ctx.require("dcgmi", why=" (DCGM not installed)")
-    level = ctx.params.get("level", 1)
-    level = DCGM_LEVELS.get(str(level).lower(), level)
-    res = ctx.run([tool, "diag", "-r", level, "-j"] + list(ctx.params.get("extra") or []), "dcgmi")
-    if "{" not in res.stdout:
-        raise ToolNotFoundError("dcgmi diag produced no JSON (exit %s): %s"
-                                % (res.rc, (res.stdout + res.stderr).strip()[:300]))
-    parsed = parse_dcgm_diag(res.stdout)
-    ctx.save_json("parsed.json", parsed)
-    observed = {"level": level, "version": parsed["version"], "layout": parsed["layout"], "counts": parsed["counts"],
-                "tests": {t["name"]: t["status"] for t in parsed["tests"]}, "rc": res.rc}
-    expected = "every DCGM level-%s test Pass (Warn reported)" % level
-
-    def messages(status):
-        out = []
-        for t in parsed["tests"]:
-            if t["status"] != status:
-                continue
-            msgs = [w["message"] for r in t["results"] for w in r["warnings"] if r["status"] == status]
-            gpus = sorted({g for r in t["results"] if r["status"] == status for g in r["gpu_ids"]})
-            out.append("%s%s%s" % (t["name"], " (GPU %s)" % ",".join(map(str, gpus)) if gpus else "",
-                                   ": " + " | ".join(msgs)[:300] if msgs else ""))
-        return out
-
-    skipped = [t["name"] for t in parsed["tests"] if t["status"] in ("skip", "not_run")]
-    if parsed["verdict"] == "fail":
-        return failed("DCGM diag level %s failed: %s" % (level, "; ".join(messages("fail"))),
-                      "follow the DCGM error's recommendation; reset the GPU named and rerun; replace it if the "
-                      "failure repeats", observed=observed, expected=expected)
-    if parsed["verdict"] == "not_run":
-        return not_run("DCGM ran no test: %s" % (parsed["runtime_error"] or parsed["preamble"]
-                                                 or "the JSON document holds no test result"))
-    if res.rc not in (0, None):
-        return failed("dcgmi exited %s although no test failed in its JSON" % res.rc,
-                      "read the raw output kept as evidence", observed=observed, expected=expected)
-    reason = "DCGM diag level %s: %d passed" % (level, parsed["counts"]["pass"])
-    if parsed["verdict"] == "warn":
-        reason += "; warnings: %s" % "; ".join(messages("warn"))
-    if skipped:
-        reason += "; skipped/not run: %s" % ", ".join(skipped)
-    return passed(observed=observed, expected=expected, reason=reason)
 
 
 def check_rocm_smi_health(ctx: TestContext) -> Outcome:
