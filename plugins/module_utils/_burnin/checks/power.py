@@ -3,23 +3,26 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Power-tier test kinds: sustained and pulsating TDP load with 1 Hz GPU telemetry, judged by :func:`evaluate_power`.
 
-The load (gpu-burn or dcgmproftester) runs as a :func:`_host.process.spawn` process group: pulsating load
-pauses and resumes it with SIGSTOP/SIGCONT while :class:`_host.telemetry.Sampler` reads the GPUs.
+The load (gpu-burn, dcgmproftester, or a PyTorch matmul loop where neither is installed; PyTorch runs on
+CUDA and on ROCm) runs as a :func:`_host.process.spawn` process group: the pulsating load is driven by
+:class:`_burnin.pulse.PulseDriver` (SIGSTOP/SIGCONT on the SKU's period, duty cycle and ramp) while
+:class:`_host.telemetry.Sampler` reads the GPUs.  A wave whose edges missed their schedule by more than
+``params.max_edge_error_ms`` (50) is not the load the SKU declared: the test is ``not_run`` saying so.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import time
 from typing import Any
 
 from ..._core.errors import ManifestError, ToolNotFoundError
-from ..._core.gate import Outcome, failed, passed
+from ..._core.gate import Outcome, failed, not_run, passed
 from ..._host import telemetry
 from ..._host.process import spawn
 from ..context import TestContext
 from ..kernel_log import kernel_findings
+from ..pulse import PulseDriver
 from .common import gpu_expectation, where_in_sku
 
 
@@ -86,6 +89,19 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     return not problems, problems, per_gpu
 
 
+# The built-in load: bf16 matmuls on every GPU (CUDA or ROCm through torch.cuda) for argv[1] seconds.
+TORCH_PROBE = "import torch, sys; sys.exit(0 if torch.cuda.is_available() and torch.cuda.device_count() else 1)"
+TORCH_LOAD = (
+    "import sys, time, torch\n"
+    "end = time.time() + float(sys.argv[1])\n"
+    "mats = [torch.randn(8192, 8192, device='cuda:%d' % i, dtype=torch.bfloat16)"
+    " for i in range(torch.cuda.device_count())]\n"
+    "while time.time() < end:\n"
+    "    for m in mats:\n"
+    "        m.matmul(m)\n"
+    "    torch.cuda.synchronize()\n")
+
+
 def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str]:
     load = ctx.params.get("load", "auto")
     if load in ("auto", "gpu_burn"):
@@ -96,7 +112,11 @@ def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str]:
         tool = ctx.which("dcgmproftester12", "dcgmproftester11", "dcgmproftester")
         if tool:
             return [tool, "--no-dcgm-validation", "-t", "1004", "-d", str(int(duration_s))], tool
-    raise ToolNotFoundError("no GPU load generator (gpu_burn or dcgmproftester) on this node")
+    if load in ("auto", "torch"):
+        python = ctx.which("python3")
+        if python and ctx.run([python, "-c", TORCH_PROBE], "torch_probe", timeout_s=120).rc == 0:
+            return [python, "-c", TORCH_LOAD, str(int(duration_s))], python
+    raise ToolNotFoundError("no GPU load generator (gpu_burn, dcgmproftester, or PyTorch with a GPU) on this node")
 
 
 def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
@@ -107,7 +127,8 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     ``bom.gpus.max_operating_temp_c``, else 87), ``max_xid`` (0), ``max_power_brake_events`` (pulsating: 0).
     ``max_sel_critical`` is judged on the controller from the BMC SEL, not here.
     params: ``duration_s`` (300), ``warmup_s`` (10), ``sample_interval_s`` (1), ``period_s`` (10),
-    ``duty_cycle`` (0.5), ``load`` (auto|gpu_burn|dcgmproftester).
+    ``duty_cycle`` (0.5), ``ramp_s`` (0) and ``ramp_step_s`` (0.1), ``max_edge_error_ms`` (50), ``load``
+    (auto|gpu_burn|dcgmproftester|torch).
     """
     count, gpus = gpu_expectation(ctx)
     tdp = ctx.threshold("target_w", gpus.get("tdp_w"))
@@ -131,26 +152,21 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     except ToolNotFoundError as exc:
         marker, xid_note = None, exc.message
     sampler = telemetry.Sampler(backend, float(ctx.params.get("sample_interval_s", 1.0))).start()
-    windows: list[list[float | None]] = []
+    wave = None
     rel, out_path = ctx.evidence_store.reserve(ctx.rel_dir, "load.stdout.txt")
     with open(out_path, "w", encoding="utf-8") as out:
         try:
             load = spawn(argv, output=out, cwd=os.path.dirname(tool))
             t0 = time.monotonic()
             try:
-                while load.poll() is None:
-                    now = time.monotonic() - t0
-                    if now >= duration + 60 or ctx.remaining() <= 5:
+                if pulse:
+                    driver = PulseDriver(load.signal, period, duty, ramp_s=float(ctx.params.get("ramp_s", 0)),
+                                         step_s=float(ctx.params.get("ramp_step_s", 0.1)),
+                                         clock=lambda: sampler.clock() - sampler.started, sleep=ctx.sleep)
+                    wave = driver.run(duration, stop=lambda: load.poll() is not None or ctx.remaining() <= 5)
+                while not pulse and load.poll() is None:
+                    if time.monotonic() - t0 >= duration + 60 or ctx.remaining() <= 5:
                         break
-                    if pulse:
-                        phase = now % period
-                        on = phase < duty * period
-                        if on and (not windows or windows[-1][1] is not None):
-                            load.signal(signal.SIGCONT)
-                            windows.append([sampler.clock() - sampler.started, None])
-                        elif not on and windows and windows[-1][1] is None:
-                            load.signal(signal.SIGSTOP)
-                            windows[-1][1] = sampler.clock() - sampler.started
                     ctx.sleep(0.2)
             finally:
                 load.stop(grace_s=30)
@@ -158,15 +174,18 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
             samples = sampler.stop()
             backend.close()
     ctx.evidence["load_output"] = rel
-    if windows and windows[-1][1] is None:
-        windows[-1][1] = samples[-1].t_s + 1 if samples else 0
+    windows = [list(w) for w in wave.windows] if wave is not None else []
     ctx.save_text("samples.csv", telemetry.samples_to_csv(samples))
     ctx.save_json("samples.json", {"backend": backend.name, "interval_s": sampler.interval_s,
                                    "tdp_w": tdp, "on_windows": windows, "errors": sampler.errors,
+                                   "edges": wave.edges if wave is not None else [],
                                    "samples": [s.to_dict() for s in samples]})
+    edge_limit = float(ctx.params.get("max_edge_error_ms", 50))
+    if wave is not None and (wave.max_edge_error_ms is None or wave.max_edge_error_ms > edge_limit):
+        return not_run("the pulsating load missed its schedule (largest edge error %s ms > %g ms): the wave the SKU "
+                       "declares was not applied" % (wave.max_edge_error_ms, edge_limit))
     ok, problems, per_gpu = evaluate_power(samples, float(tdp), low, high, max_throttle, float(max_temp), warmup,
-                                           [(a, b) for a, b in windows if a is not None and b is not None]
-                                           if pulse else None, count,
+                                           [(a, b) for a, b in windows] if pulse else None, count,
                                            None if brakes is None else float(brakes))
     xids = []
     if marker is not None:
@@ -178,7 +197,9 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     else:
         problems.append("kernel log not readable, XIDs not checked: %s" % xid_note)
     observed = {"per_gpu": per_gpu, "xids": xids, "samples": len(samples), "backend": backend.name,
-                "load": os.path.basename(tool)}
+                "load": "pytorch-matmul" if argv[1:2] == ["-c"] else os.path.basename(tool)}
+    if wave is not None:
+        observed["max_edge_error_ms"] = wave.max_edge_error_ms
     expected = {"mean_power_w": "%g-%g × %g W" % (low, high, tdp), "max_throttle_pct": max_throttle,
                 "max_temp_c": max_temp, "max_xid": max_xid}
     if pulse:
