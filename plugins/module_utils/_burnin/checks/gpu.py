@@ -17,6 +17,7 @@ from ..._core.gate import Outcome, failed, not_run, passed
 from ..._host.parsers.gpu_burn import parse_gpu_burn
 from ..._host.parsers.nvidia_smi import parse_nvidia_smi_xml
 from ..._host.parsers.rocm_smi import parse_rocm_smi_json
+from ..._host.parsers.rvs import parse_rvs_results
 from ..context import TestContext, TestTimeoutError
 from .common import gpu_expectation
 
@@ -149,24 +150,31 @@ def check_amd_field_diag(ctx: TestContext) -> Outcome:
 def check_rocm_validation_suite(ctx: TestContext) -> Outcome:
     """AMD ROCm Validation Suite: ``rvs -c <conf dir>/<params.suite>.conf`` (default suite ``gst_stress``).
 
-    params: ``suite``, ``conf_dir`` (default ``/opt/rocm/share/rocm-validation-suite/conf``).  Pass: exit 0
-    and no ``pass: FALSE`` line in the output; the raw output is kept as evidence.
+    params: ``suite``, ``conf_dir`` (default ``/opt/rocm/share/rocm-validation-suite/conf``).  Judged per result
+    line (:func:`parse_rvs_results`): any ``pass: FALSE`` or ``met: FALSE`` fails quoting it, a non-zero exit fails,
+    and a run that printed no result line is ``not_run`` (nothing was judged, never a pass).
     """
     gpu_expectation(ctx, "amd")
     tool = ctx.require("rvs", why=" (ROCm Validation Suite not installed)")
     conf = os.path.join(ctx.params.get("conf_dir", "/opt/rocm/share/rocm-validation-suite/conf"),
                         "%s.conf" % ctx.params.get("suite", "gst_stress"))
     res = ctx.run([tool, "-c", conf], "rvs")
-    text = res.stdout + res.stderr
-    false_lines = [ln.strip() for ln in text.splitlines() if "pass: false" in ln.lower()]
-    observed = {"rc": res.rc, "failed_lines": false_lines[:20], "suite": ctx.params.get("suite", "gst_stress")}
-    if res.rc != 0 or false_lines:
-        return failed("rvs %s: exit %s, %d failing result line(s): %s"
-                      % (observed["suite"], res.rc, len(false_lines), " | ".join(false_lines[:3])[:300]),
+    results = parse_rvs_results(res.stdout + res.stderr) if (res.stdout + res.stderr).strip() else []
+    ctx.save_json("parsed.json", results)
+    bad = [r["line"] for r in results if not r["ok"]]
+    observed = {"rc": res.rc, "results": len(results), "failed_lines": bad[:20],
+                "suite": ctx.params.get("suite", "gst_stress")}
+    expected = "exit 0, every result pass: TRUE / met: TRUE"
+    if res.rc != 0 or bad:
+        return failed("rvs %s: exit %s, %d failing result(s): %s"
+                      % (observed["suite"], res.rc, len(bad), " | ".join(bad[:3])[:300]),
                       "reset the GPU named and rerun; RMA it if the suite fails again", observed=observed,
-                      expected="exit 0, every action pass: TRUE")
-    return passed(observed=observed, expected="exit 0, every action pass: TRUE",
-                  reason="rvs %s passed" % observed["suite"])
+                      expected=expected)
+    if not results:
+        return not_run("rvs %s printed no result line (no pass:/met: verdict): nothing was judged"
+                       % observed["suite"])
+    return passed(observed=observed, expected=expected,
+                  reason="rvs %s: %d results, all TRUE" % (observed["suite"], len(results)))
 
 
 def check_gpu_burn(ctx: TestContext) -> Outcome:
