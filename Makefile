@@ -24,12 +24,13 @@ DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-cl
                 chromium rsync procps
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
-        test-types test-docs docs test-integration bench demo lab-up lab-down clean
+        test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean
 
 help:
 	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
 	@echo "make test   - unit + ansible-test sanity + ansible-lint + molecule + integration"
 	@echo "make docs   - the collection's HTML docs site (build/docs/html/index.html)"
+	@echo "make test-under-load - unit + integration while stress-ng keeps both cores and the disk busy"
 	@echo "make bench  - benchmarks, each writing build/bench/<name>.json"
 	@echo "make lab-up / lab-down - the lab hosts (network namespaces, sshd, Slurm; needs root)"
 
@@ -99,6 +100,21 @@ test-molecule: bootstrap
 test-integration: bootstrap
 	$(PY) -m pytest -q tests/integration
 
+# The suite while stress-ng keeps every core and the disk busy: verdicts must not depend on the machine being idle.
+# stress-ng runs at most LOAD_MAX_S seconds (its own --timeout, so it cannot outlive a killed make either); the
+# trap stops it by its pid whatever way the suite ends.  Timeouts in tests/ are scaled (tests/timescale.py).
+LOAD_MAX_S      ?= 3600
+LOAD_TIME_SCALE ?= 3
+test-under-load: bootstrap
+	@set -u; mkdir -p build/load; \
+	stress-ng --cpu $$(nproc) --hdd 1 --hdd-bytes 256M --temp-path build/load --timeout $(LOAD_MAX_S)s \
+	  --metrics-brief > build/load/stress-ng.log 2>&1 & load=$$!; \
+	trap 'kill $$load 2>/dev/null; wait $$load 2>/dev/null; rm -rf build/load/tmp-stress-ng-*' EXIT INT TERM; \
+	echo "stress-ng (pid $$load): $$(nproc) CPU workers + 1 disk writer for at most $(LOAD_MAX_S) s"; \
+	sleep 2; kill -0 $$load || { echo "stress-ng did not start (build/load/stress-ng.log)"; exit 1; }; \
+	export SYMPHONY_TEST_TIME_SCALE=$(LOAD_TIME_SCALE); \
+	$(PY) -m pytest -q -n 2 tests/unit && $(PY) -m pytest -q tests/integration
+
 bench: bootstrap
 	mkdir -p build/bench
 	@set -e; for b in tests/bench/bench_*.py; do echo "== $$b"; $(PY) $$b; done
@@ -111,13 +127,18 @@ demo-down: venv collection
 	$(PY) -m symphony_demo down
 
 # The lab hosts: LAB_N network namespaces (1..16) with sshd + slurmd, slurmctld in the root namespace; needs root.
-# `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/.
+# `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/, with
+# calibration.json: this machine measured once at lab-up (the lab profile's floors are fractions of it).
 LAB_N ?= 4
 lab-up: bootstrap
 	$(PY) -m symphony_lab up -n $(LAB_N)
 
 lab-down: venv collection
 	$(PY) -m symphony_lab down
+
+# Measure this machine again (fio, iperf3 between two lab hosts, stress-ng) into build/lab/calibration.json.
+lab-calibrate: venv collection
+	$(PY) -m symphony_lab calibrate
 
 clean:
 	rm -rf build .pytest_cache

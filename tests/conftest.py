@@ -1,9 +1,11 @@
-"""Shared pytest fixtures: where ../shared is, and a fresh ledger per test."""
+"""Shared pytest fixtures: where ../shared is, a fresh ledger per test, the suite's time scale (timescale.py)."""
 
 import os
 import pathlib
 
 import pytest
+
+from timescale import ENV as TIME_SCALE_ENV, TIME_SCALE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED = pathlib.Path(os.environ.get("SYMPHONY_SHARED", ROOT.parent / "shared")).resolve()
@@ -35,3 +37,8 @@ def repo_root():
 @pytest.fixture
 def ledger_path(tmp_path):
     return str(tmp_path / "ledger.sqlite")
+
+
+def pytest_report_header(config):
+    return "time scale: %g (%s; every timeout and timing bound in tests/ is scaled by it)" % (
+        TIME_SCALE, TIME_SCALE_ENV)

@@ -48,6 +48,12 @@ options:
   overrides:
     description: "Per-test overrides, test name -> C({params, thresholds, timeout_s, cost_s, flaky}), merged last."
     type: dict
+  calibration:
+    description:
+      - "The machine's measured baseline (C(build/lab/calibration.json) on the lab), which thresholds of the form
+        C({of: <figure>, fraction: f}) or C({of: <figure>, multiple: m}) resolve against (the lab profile's floors)."
+      - Without it such thresholds are not applied; the returned C(plan) shows the thresholds each test used.
+    type: dict
   evidence_dir:
     description: Directory on the node for raw output and parsed results.
     type: path
@@ -159,6 +165,7 @@ ARGUMENT_SPEC = {
     "tiers": {"type": "list", "elements": "str", "choices": ["node", "gpu", "power", "fabric"]},
     "tests": {"type": "list", "elements": "str"},
     "overrides": {"type": "dict"},
+    "calibration": {"type": "dict"},
     "evidence_dir": {"type": "path", "default": "/var/tmp/symphony/burn_in"},
     "run_id": {"type": "str"},
     "stopped_after": {"type": "str"},

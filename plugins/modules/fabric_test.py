@@ -48,6 +48,8 @@ options:
         size, the node count (C(nodes=1) runs on each node alone over all its GPUs) and, where a profile sets
         one, C(transport); the results are recorded under the test's name instead of C(fabric_interface).
       - A threshold no transport measures yet (C(max_p99_lat_us)) keeps a node that met the floor C(not_run).
+      - O(floor) judges a test only where the profile replaced its kind's tool (the lab's iperf3); otherwise the
+        SKU's floor does.
     type: dict
   schedule:
     description: Which schedule to run.

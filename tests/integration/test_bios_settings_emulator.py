@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from symphony_emulator import Fleet
+from timescale import scaled
 
 FAST = {"faults": {"*": {"task_duration_s": 0.3, "bmc_reboot_s": 0.5, "bmc_warmup_s": 0.3, "host_boot_s": 0.3}}}
 
@@ -22,7 +23,7 @@ PLAYBOOK = """
       attributes: {{PCIeACSCTL_1E3C: Disable}}
       reset: true
       poll_s: 0.2
-      timeout_s: 60
+      timeout_s: {timeout_s}
   tasks:
     - {{name: check, symphony.cluster.bios_settings: {{}}, check_mode: true, diff: true, register: check1}}
     - {{name: apply, symphony.cluster.bios_settings: {{}}, diff: true, register: apply1}}
@@ -45,13 +46,13 @@ def test_check_apply_check_apply_against_the_emulator(repo_root, tmp_path):
         out = tmp_path / "results.json"
         play = tmp_path / "play.yml"
         play.write_text(PLAYBOOK.format(url=entry["url"], username=entry["username"], password=entry["password"],
-                                        out=out))
+                                        out=out, timeout_s=int(scaled(60))))
         env = dict(os.environ, ANSIBLE_CONFIG=str(repo_root / "ansible.cfg"),
                    ANSIBLE_COLLECTIONS_PATH=str(repo_root / "build" / "collections"))
         playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
         proc = subprocess.run([playbook, "-i", "localhost,", "-c", "local", "--diff",
                                "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
-                              env=env, capture_output=True, text=True, timeout=600, check=False)
+                              env=env, capture_output=True, text=True, timeout=scaled(600), check=False)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         res = json.loads(out.read_text())
         assert res["check1"]["changed"] and res["check1"]["changes"] == {"PCIeACSCTL_1E3C": ["Enable", "Disable"]}

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from symphony_emulator import CaptureServer, Fleet
+from timescale import scaled
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEMO_TWIN = ROOT / "inventories" / "demo" / "demo.twin.yml"
@@ -36,10 +37,10 @@ def test_https_verified_with_the_generated_ca(fleet, hosts):
     node = fleet.nodes[hosts[0]]
     assert node.url.startswith("https://127.0.0.1:")
     r = requests.get(node.url + "/redfish/v1/Systems/1", auth=(node.username, node.password), verify=fleet.ca_bundle,
-                     timeout=10)
+                     timeout=scaled(10))
     assert r.status_code == 200 and r.json()["Model"] == "SYS-821GE-TNHR"
     with pytest.raises(requests.exceptions.SSLError):
-        requests.get(node.url + "/redfish/v1", verify=True, timeout=10)   # the system store does not know our CA
+        requests.get(node.url + "/redfish/v1", verify=True, timeout=scaled(10))   # the system store does not know our CA
     assert fleet.stats(hosts[0])["GET"] == 1
 
 
@@ -58,17 +59,17 @@ def test_sushy_reads_the_generated_bmc(fleet, hosts):
 def test_wrong_credentials_and_unreachable(fleet, hosts):
     node = fleet.nodes[hosts[1]]
     r = requests.get(node.url + "/redfish/v1/Systems", auth=(node.username, node.password), verify=fleet.ca_bundle,
-                     timeout=10)
+                     timeout=scaled(10))
     assert r.status_code == 401
     down = fleet.nodes[hosts[2]]
     assert not down.reachable
     with pytest.raises(requests.exceptions.ConnectionError):
-        requests.get(down.url + "/redfish/v1", verify=fleet.ca_bundle, timeout=5)
+        requests.get(down.url + "/redfish/v1", verify=fleet.ca_bundle, timeout=scaled(5))
 
 
 # Generous per-request timeout: these requests answer in milliseconds, but a 2-core CI machine under load has
 # stalled one TLS round trip for over 10 s.
-T = 60
+T = scaled(60)
 
 
 def test_control_endpoint_and_runtime_faults(fleet, hosts):
@@ -102,7 +103,7 @@ def test_cli_background_one_address_per_node(tmp_path, hosts):
     cmd = [sys.executable, "-m", "symphony_emulator", "serve", "--twin", str(DEMO_TWIN), "--bind-base", base,
            "--port", "8443", "--hosts", ",".join(hosts[:2]), "--defects", str(defects), "--map", str(map_path),
            "--background", "--pidfile", str(pidfile)]
-    subprocess.run(cmd, check=True, env=env, cwd=ROOT, timeout=120)
+    subprocess.run(cmd, check=True, env=env, cwd=ROOT, timeout=scaled(120))
     try:
         assert stat.S_IMODE(os.stat(map_path).st_mode) == 0o600
         data = json.loads(map_path.read_text())
@@ -111,12 +112,12 @@ def test_cli_background_one_address_per_node(tmp_path, hosts):
         second = nodes[hosts[1]]
         assert second["url"] == "https://%s:8443" % second["address"]
         r = requests.get(second["url"] + "/redfish/v1/Chassis/1", auth=(second["username"], second["password"]),
-                         verify=data["ca_bundle"], timeout=10)
+                         verify=data["ca_bundle"], timeout=scaled(10))
         assert r.json()["SerialNumber"] == "S000WRONG"
         assert nodes[hosts[0]]["password"] != second["password"]   # generated per node
     finally:
         subprocess.run([sys.executable, "-m", "symphony_emulator", "stop", "--pidfile", str(pidfile)], env=env,
-                       cwd=ROOT, timeout=60, check=True)
+                       cwd=ROOT, timeout=scaled(60), check=True)
     assert not map_path.exists() and not pidfile.exists()
 
 
@@ -126,7 +127,7 @@ def test_cli_rejects_a_bad_defects_file(tmp_path):
     bad.write_text("defects:\n  nosuchhost: [{kind: bmc_unreachable}]\n")
     r = subprocess.run([sys.executable, "-m", "symphony_emulator", "serve", "--twin", str(DEMO_TWIN), "--defects",
                         str(bad), "--port-base", "0", "--http", "--map", str(tmp_path / "m.json")], env=env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=60, check=False)
+                       capture_output=True, text=True, timeout=scaled(60), check=False)
     assert r.returncode == 2 and "nosuchhost: host is not in the twin" in r.stderr and str(bad) in r.stderr
 
 
@@ -143,8 +144,8 @@ def test_captures_served_byte_identical_over_http(mockups):
                 rel = "/" + path.parent.relative_to(root).as_posix()
                 url_path, _sep, query = rel.partition("?")
                 url = server.urls[name] + requests.utils.quote(url_path.replace("_0x23_", "#"))
-                r = session.get(url + ("?" + query if query else ""), timeout=10)
+                r = session.get(url + ("?" + query if query else ""), timeout=scaled(10))
                 assert r.status_code == 200, rel
                 assert r.content == path.read_bytes(), rel
-        r = session.patch(server.urls[names[0]] + "/redfish/v1/Systems/DGX", json={}, timeout=10)
+        r = session.patch(server.urls[names[0]] + "/redfish/v1/Systems/DGX", json={}, timeout=scaled(10))
         assert r.status_code == 405

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from symphony_emulator import Fleet
+from timescale import scaled
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -36,7 +37,7 @@ def test_generated_bmc_passes_the_dmtf_service_validator(shared, tmp_path):
                               # every resource type is validated; repeated members of long collections are
                               # capped (the defected DIMM3, GPU2..4, PSU1 and FAN2 stay inside the caps)
                               "--collectionlimit", "Memory", "4", "Drive", "2", "Sensor", "14",
-                              "SoftwareInventory", "8", "Port", "2", "NetworkAdapter", "2"], capture_output=True, text=True, timeout=600, check=False)
+                              "SoftwareInventory", "8", "Port", "2", "NetworkAdapter", "2"], capture_output=True, text=True, timeout=scaled(600), check=False)
         assert fleet.state(host)["sessions"] == 0      # the validator logged out
     out = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout + run.stderr)
     rows = [line for line in out.splitlines() if re.match(r"^\|\s+\d+\s+\|", line)]

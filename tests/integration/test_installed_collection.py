@@ -10,7 +10,6 @@ installed copy (``symphony.cluster.pre_deployment``) against the Redfish fleet e
 import json
 import os
 import pathlib
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -141,4 +140,3 @@ def test_a_stage_playbook_runs_from_the_installed_copy(installed, tmp_path):
     with sqlite3.connect(str(ledger)) as db:
         gates = dict(db.execute("SELECT node, status FROM gates WHERE stage = 'pre_deployment' ORDER BY id").fetchall())
     assert gates == {"inst-u02": "pass", "inst-u06": "pass"}, gates
-

@@ -12,6 +12,7 @@ import pytest
 
 symphony_lab = pytest.importorskip("symphony_lab")
 from symphony_lab import _lab, _proc  # noqa: E402  (after importorskip)
+from timescale import scaled
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces, sshd, slurmd)")
 
@@ -27,7 +28,7 @@ def _links():
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "symphony_lab"] + list(args), capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=scaled(120), check=False)
 
 
 def test_lab_up_after_crash_then_down_leaves_nothing():

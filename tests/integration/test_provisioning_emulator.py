@@ -21,6 +21,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 
 from symphony_emulator import Fleet, demo_image_bytes
+from timescale import scaled
 
 FAST = {"faults": {"*": {"task_duration_s": 0.3, "bmc_reboot_s": 0.5, "bmc_warmup_s": 0.3, "host_boot_s": 0.3}}}
 
@@ -46,8 +47,8 @@ def scenario(repo_root, tmp_path):
 
 def _settings(sc, **kw):
     base = dict(bmc_map=str(sc["tmp"] / "bmcs.json"), ledger=str(sc["tmp"] / "ledger.sqlite"),
-                image_dir=str(sc["images"]), runtime_probe="emulator", poll_s=0.2, bmc_reboot_timeout_s=15,
-                retries=1, read_timeout=3, connect_timeout=1, optional=("tunings",))
+                image_dir=str(sc["images"]), runtime_probe="emulator", poll_s=0.2, bmc_reboot_timeout_s=scaled(15),
+                retries=1, read_timeout=scaled(3), connect_timeout=scaled(1), optional=("tunings",))
     base.update(kw)
     return ProvisionSettings(**base)
 
@@ -110,7 +111,7 @@ def test_killed_run_resumes_without_redoing_finished_steps(scenario, repo_root):
                "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(s).items()}}
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         child = subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(cfg)], env=env)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         seen = set()
         try:
             while time.monotonic() < deadline and "firmware:bios" not in seen:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from timescale import scaled
 
 pytest.importorskip("torch")
 
@@ -29,7 +30,7 @@ def test_two_rank_gloo_run_exits_cleanly(run):
         [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc_per_node=2",
          "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), str(SCRIPT),
          "--steps", "3", "--warmup", "1", "--gemm-size", "256", "--layers", "1", "--dim", "64", "--seq", "32"],
-        capture_output=True, text=True, timeout=180, check=False, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+        capture_output=True, text=True, timeout=scaled(180), check=False, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert "smoke_summary:" in output and "terminate called" not in output

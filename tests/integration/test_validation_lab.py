@@ -15,6 +15,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._core import ledg
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import recipes as _recipes
 from ansible_collections.symphony.cluster.plugins.module_utils._host import slurm as _slurm
+from timescale import scaled
 
 symphony_lab = pytest.importorskip("symphony_lab")
 pytest.importorskip("torch")
@@ -67,7 +68,7 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
     ledger.record_gate(_gate.GateVerdict("lab4", "burn_in", "fail", "stress_ng: 1 failure"), "burn-1")
     ledger.record_gate(_gate.GateVerdict("lab3", "burn_in", "pass", "all required checks passed"), "burn-1")
     opts = {"nodes": ["lab1", "lab2"], "spares": ["lab4", "lab3"], "script": str(script), "log_dir": str(log_dir),
-            "job_name": "cv-smoke", "partition": lab.slurm, "timeout_s": 120, "log_format": "smoke",
+            "job_name": "cv-smoke", "partition": lab.slurm, "timeout_s": scaled(120), "log_format": "smoke",
             "targets": [{"recipe": "smoke", "precision": "fp32", "min_mfu_pct": 0.5, "nodes": 2,
                          "convention": "torchtitan"}],
             "telemetry_file": str(telemetry), "thermal": {"z_threshold": 3.5, "delta_c": 10, "max_temp_margin_c": 3},

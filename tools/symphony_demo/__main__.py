@@ -3,7 +3,9 @@
 1. start (or reuse) the Redfish fleet emulator for ``inventories/demo/demo.twin.yml`` with the seeded
    defects in ``inventories/demo/defects.yml`` (HTTPS with a generated CA, verified by the client);
 2. bring up (or reuse) the lab hosts: each node's in-band side is the lab host at its twin in-band address;
-3. run ``playbooks/site.yml`` through all four stages with the twin inventory plugin;
+3. run ``playbooks/site.yml`` through all four stages with the twin inventory plugin, with the lab's calibration
+   (``build/lab/calibration.json``: the lab profile's floors are fractions of it) and the fabric floor derived
+   from it and the seeded slow link (``build/demo/calibrated-vars.json``, given as extra vars);
 4. print a per-node table of gates, write ``build/demo/summary.json`` and the handoff report.
 
 The emulator and the lab stay up afterwards so a second ``make demo`` reuses them: provisioning then finds
@@ -34,6 +36,7 @@ LEDGER = DEMO / "ledger.sqlite"
 REPORT = DEMO / "report"
 SUMMARY = DEMO / "summary.json"
 LOG = DEMO / "ansible.log"
+CALIBRATED_VARS = DEMO / "calibrated-vars.json"
 
 # Lines of ansible-playbook output worth showing live; the whole log goes to build/demo/ansible.log.
 _PROGRESS = re.compile(r"^(PLAY \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=|\s+msg: )")
@@ -142,11 +145,42 @@ def apply_lab_defects(console, lab, twin):
             hot["node"], hot["gpu"], hot["temp_c"], os.path.relpath(TELEMETRY, ROOT)))
 
 
+def write_calibrated_vars(console, lab):
+    """Extra vars for the run: the lab's calibration (burn-in resolves the lab profile's relative floors against
+    it) and the fabric floor between the seeded link and a healthy pair (``symphony_lab`` ``pair_floor_gbps``).
+    DemoError when the lab has no calibration or it cannot tell the seeded link from a healthy pair."""
+    import yaml
+    from symphony_lab import HEALTHY_PAIR_FRACTION, pair_floor_gbps
+    calibration = lab.calibration
+    figure = (calibration or {}).get("figures", {}).get("iperf3.tcp_gbps")
+    if not figure:
+        raise DemoError("the lab has no iperf3 calibration (%s); run python -m symphony_lab calibrate"
+                        % os.path.relpath(lab.calibration_file, ROOT))
+    link = yaml.safe_load(LAB_DEFECTS.read_text()).get("degraded_link")
+    extra = {"burn_in_calibration": calibration}
+    if link:
+        floor = pair_floor_gbps(calibration, link["rate_mbit"])
+        # The geometric mean puts the floor as far above the seeded link as below a healthy pair's worst:
+        # less than 1.2 times on either side and a healthy pair could look bad (or the seeded link good).
+        if floor < 1.2 * link["rate_mbit"] / 1000.0:
+            raise DemoError("this machine's lab pairs (%s Gbit/s alone, %s) are too slow to tell from the seeded "
+                            "%s Mbit/s link; lower rate_mbit in %s" % (figure["value"], calibration["measured"],
+                                                                       link["rate_mbit"],
+                                                                       os.path.relpath(LAB_DEFECTS, ROOT)))
+        extra["burn_in_fabric_floor"] = floor
+        console.print("fabric floor %.3f Gbit/s: between the seeded %s Mbit/s link and %.2f Gbit/s (a tenth of "
+                      "one lab pair alone, calibrated %s)" % (floor, link["rate_mbit"],
+                                                             figure["value"] * HEALTHY_PAIR_FRACTION,
+                                                             calibration["measured"]))
+    CALIBRATED_VARS.write_text(json.dumps(extra, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return CALIBRATED_VARS
+
+
 def run_site(console, extra_args):
     env = dict(os.environ, SYMPHONY_LEDGER=str(LEDGER), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOG_PATH="", ANSIBLE_NOCOLOR="1")
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
-           str(ROOT / "playbooks" / "site.yml")] + extra_args
+           str(ROOT / "playbooks" / "site.yml"), "-e", "@%s" % CALIBRATED_VARS] + extra_args
     console.print("[bold]$ %s[/]" % " ".join(os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
                                               for c in cmd))
     # line-buffered: after a kill the log ends where the console did
@@ -245,6 +279,7 @@ def main(argv=None):
                 lab.resume(node)
                 console.print("slurm: resumed %s (drained by an earlier run)" % node)
     apply_lab_defects(console, lab, twin)
+    write_calibrated_vars(console, lab)
     rc = run_site(console, args.ansible_args)
     summary = summarise(console, time.monotonic() - start, rc)
     # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else

@@ -6,6 +6,7 @@ Capture artefacts honoured (see that folder's README):
   (``Chassis/DGX/Sensors?$skip=75/index.json`` answers ``GET .../Sensors?$skip=75``);
 * ``#`` in ids stored as ``_0x23_`` (Dell ``DIMM.Socket.B4#FRU``);
 * trailing-slash ids: ``/redfish/v1/Foo/`` and ``/redfish/v1/Foo`` are the same file;
+* paths in any case (``/redfish/v1/chassis/1``): real BMCs match them case-insensitively;
 * files outside ``redfish/v1`` (Supermicro ``/registries/...``) and plain ``*.json`` files
   (``Registries/Base.1.5.0.json``).
 
@@ -50,12 +51,36 @@ class CaptureBMC:
         candidate = os.path.realpath(os.path.join(self.root, rel))
         if candidate != self.root and not candidate.startswith(self.root + os.sep):
             return None   # path traversal
+        if not os.path.exists(candidate):
+            candidate = self._folded(rel)
+            if candidate is None:
+                return None
         if os.path.isdir(candidate):
             index = os.path.join(candidate, "index.json")
             return index if os.path.isfile(index) else None
         if os.path.isfile(candidate):
             return candidate
         return None
+
+    def _folded(self, rel):
+        """``rel`` matched one segment at a time without regard to case, as real BMCs answer
+        (``/redfish/v1/chassis/1`` is ``Chassis/1``); None when a segment has no match or several."""
+        here = self.root
+        for seg in rel.split("/"):
+            if not seg:
+                continue   # doubled or trailing slashes
+            exact = os.path.join(here, seg)
+            if os.path.exists(exact):
+                here = exact
+                continue
+            try:
+                names = [n for n in os.listdir(here) if n.lower() == seg.lower()]
+            except OSError:
+                return None
+            if len(names) != 1:
+                return None
+            here = os.path.join(here, names[0])
+        return here
 
     def handle(self, method, path, query="", headers=None, body=b""):
         self.stats["requests"] += 1

@@ -15,7 +15,9 @@ Ids follow the SKU (``system.system_id`` / ``chassis_id`` / ``manager_id``, firm
 
 from __future__ import annotations
 
-from symphony_emulator import tree_chassis, tree_managers, tree_system
+import re
+
+from symphony_emulator import tree_chassis, tree_managers, tree_nodes, tree_system
 from symphony_emulator.resources import ROOT
 
 # In this order: the tree's key order (and so every collection walk) stays what it always was.
@@ -30,12 +32,14 @@ _FAMILIES = (
 class Spec:
     """What a BMC is built from: twin node, SKU manifest, defects (read-only after start)."""
 
-    def __init__(self, node, sku, defects=()):
+    def __init__(self, node, sku, defects=(), system_id=None):
         self.node = node
         self.sku = sku
         self.defects = list(defects)
         system = sku.get("system", {})
-        self.system_id = system.get("system_id", "1")
+        # a blade node's own system (the twin's bmc_system_id) carries its defects; the BMC serves its siblings too
+        self.system_id = system_id or node.get("bmc_system_id") or system.get("system_id", "1")
+        self.node_ids = _node_ids(self.system_id, system.get("nodes_per_chassis", 1))
         self.chassis_id = system.get("chassis_id", "1")
         self.manager_id = system.get("manager_id", "1")
         self.S = "%s/Systems/%s" % (ROOT, self.system_id)
@@ -94,9 +98,36 @@ class Spec:
         return out
 
 
+# What a node of a blade chassis has of its own: its ComputerSystem and what hangs below it.
+_NODE_FAMILIES = (tree_system.add_system, tree_system.add_processors, tree_system.add_memory,
+                  tree_system.add_storage, tree_system.add_bios)
+
+
+def _node_ids(system_id, count):
+    """The Systems ids of a chassis of ``count`` nodes: ``Node0`` -> ``Node0, Node1, ...`` (one: just itself)."""
+    if count <= 1:
+        return [system_id]
+    prefix = re.sub(r"\d+$", "", system_id)
+    return ["%s%d" % (prefix, i) for i in range(count)]
+
+
 def build_tree(spec, state):
-    """Every static resource of one BMC: ``{uri: dict}`` (uris without trailing slash)."""
+    """Every static resource of one BMC: ``{uri: dict}`` (uris without trailing slash).
+
+    A SKU of ``nodes_per_chassis`` > 1 gets one system per node (the siblings without the node's defects), each
+    with its own blade chassis in the enclosure (:func:`tree_nodes.add_nodes`).
+    """
     t = {}
     for add in _FAMILIES:
         add(t, spec, state)
+    siblings = []
+    for sid in spec.node_ids:
+        if sid != spec.system_id:
+            sib = Spec(spec.node, spec.sku, (), system_id=sid)
+            part = {}
+            for add in _NODE_FAMILIES:
+                add(part, sib, state)
+            siblings.append((sib, part))
+    if len(spec.node_ids) > 1:
+        tree_nodes.add_nodes(t, spec, siblings)
     return t

@@ -4,18 +4,20 @@
     lab = Lab(n=4).up()            # needs root; reuses an identical lab that is already up
     lab.hosts                      # [{"name": "lab1", "address": "10.77.0.11", "netns": "lab1"}, ...]
     lab.inventory, lab.ssh_config  # Ansible inventory fragment, ssh -F file
+    lab.calibration                # build/lab/calibration.json: this machine measured at lab-up (fio, iperf3, stress-ng)
     lab.degrade_link("lab1", "lab2", 200); lab.restore()
     Lab.load().down()              # from another process, via build/lab/state.json
 
-CLI: ``python -m symphony_lab up|down|status|degrade|restore|inventory`` (``make lab-up`` / ``make lab-down``).
+CLI: ``python -m symphony_lab up|down|status|calibrate|degrade|restore|inventory`` (``make lab-up`` / ``make lab-down``).
 """
 
 import contextlib
 
+from ._calibrate import HEALTHY_PAIR_FRACTION, pair_floor_gbps
 from ._errors import LabError
 from ._lab import Lab, ensure_packages
 
-__all__ = ["Lab", "LabError", "ensure_packages", "running"]
+__all__ = ["HEALTHY_PAIR_FRACTION", "Lab", "LabError", "ensure_packages", "pair_floor_gbps", "running"]
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""``python -m symphony_lab up|down|status|degrade|restore|inventory`` (needs root for up/down/degrade/restore)."""
+"""``python -m symphony_lab up|down|status|calibrate|degrade|restore|inventory`` (needs root for up/down/degrade/restore)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from . import _calibrate
 from ._errors import LabError
 from ._lab import Lab
 
@@ -19,6 +20,7 @@ def main(argv=None):
     up.add_argument("--fresh", action="store_true", help="rebuild even if an identical lab is up")
     sub.add_parser("down", help="stop and remove everything the lab made")
     sub.add_parser("status", help="print the lab's state as JSON")
+    sub.add_parser("calibrate", help="measure this machine again (fio, iperf3, stress-ng) into calibration.json")
     deg = sub.add_parser("degrade", help="rate-limit one host's interface or the path between two hosts")
     group = deg.add_mutually_exclusive_group(required=True)
     group.add_argument("--host", help="lab host whose interface is limited")
@@ -33,6 +35,7 @@ def main(argv=None):
             print("lab up: %s (inventory %s, ssh -F %s, partition %s)" % (
                 ", ".join("%s=%s" % (h["name"], h["address"]) for h in lab.hosts), lab.inventory,
                 lab.ssh_config, lab.slurm))
+            print("calibration %s: %s" % (lab.calibration_file, _calibrate.summary(lab.calibration)))
         elif args.cmd == "down":
             try:
                 lab = Lab.load(args.root)
@@ -46,6 +49,9 @@ def main(argv=None):
             except LabError:
                 print(json.dumps({"up": False}))
                 return 1
+        elif args.cmd == "calibrate":
+            lab = Lab.load(args.root)
+            print("calibration %s: %s" % (lab.calibration_file, _calibrate.summary(lab.calibrate())))
         elif args.cmd == "degrade":
             lab = Lab.load(args.root)
             if args.host:

@@ -9,7 +9,7 @@ except ImportError:  # the collection is not on PYTHONPATH (e.g. `python -m symp
     import pathlib
     import sys
 
-    _PATH = pathlib.Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_errors.py"
+    _PATH = pathlib.Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_core" / "errors.py"
     _SPEC = importlib.util.spec_from_file_location("_symphony_errors_for_lab", _PATH)
     _MOD = importlib.util.module_from_spec(_SPEC)
     sys.modules[_SPEC.name] = _MOD

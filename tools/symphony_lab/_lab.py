@@ -7,7 +7,8 @@ Layout of what ``Lab.up()`` makes (all removed by ``Lab.down()``):
   ``/run/symlab/uts/labI`` (so ``hostname`` says ``labI`` inside), veth ``symlab-labI`` <-> ``eth0`` with address
   ``.(10+I)``, an sshd on port 22 and a ``slurmd -N labI``, both started with ``nsenter`` into both namespaces;
 - munged (unless one already answers) and slurmctld in the root namespace, partition ``lab`` over lab1..labN;
-- under ``root`` (``build/lab``): ``state.json``, ``ssh/`` (lab host key, lab client key, known_hosts),
+- under ``root`` (``build/lab``): ``state.json``, ``calibration.json`` (this machine measured once, see
+  ``_calibrate``), ``ssh/`` (lab host key, lab client key, known_hosts),
   ``ssh_config``, ``inventory.yml``, ``slurm/`` (slurm.conf, state, spool, logs), ``logs/``;
 - ``/etc/slurm/slurm.conf`` as a symlink to ``build/lab/slurm/slurm.conf`` (only if that path is free or is
   already the lab's link), so ``sbatch``/``srun``/``scontrol`` work without ``SLURM_CONF``, in the root namespace
@@ -28,7 +29,7 @@ import socket
 import subprocess
 import time
 
-from . import _net, _proc, _slurm, _ssh
+from . import _calibrate, _net, _proc, _slurm, _ssh
 from ._errors import LabError
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -136,6 +137,7 @@ class Lab:
         self.slurm_dir = self.root / "slurm"
         self.slurm_conf = self.slurm_dir / "slurm.conf"
         self.log_dir = self.root / "logs"
+        self.calibration_file = self.root / "calibration.json"
         self._state = None
 
     # ------------------------------------------------------------------ public view
@@ -189,6 +191,8 @@ class Lab:
         try:
             lab = cls.load(root)
             if lab.is_up() and lab.n >= n:
+                if lab.calibration is None:  # a lab brought up before calibration existed
+                    lab.calibrate()
                 return lab, False
         except LabError:
             pass
@@ -234,6 +238,8 @@ class Lab:
         with _locked():
             if not fresh and self.is_up() and self._state.get("n") == self.n \
                     and self._state.get("subnet") == self.subnet:
+                if self.calibration is None:  # a lab brought up before calibration existed
+                    self.calibrate()
                 return self
             ensure_packages()
             self._teardown()
@@ -273,6 +279,7 @@ class Lab:
         self._start_slurm()
         self._write_client_files()
         self._check_ssh()
+        self.calibrate()
         self._state["phase"] = "up"
         self._state["up_seconds"] = round(time.monotonic() - t0, 2)
         self._write_state()
@@ -402,7 +409,7 @@ class Lab:
     def _write_client_files(self):
         self.ssh_config.write_text(_ssh.render_ssh_config(self._hosts, self.client_key, self.known_hosts))
         self.inventory.write_text(_ssh.render_inventory(self._hosts, self.client_key, self.ssh_config,
-                                                        self.python, self.slurm))
+                                                        self.python, self.slurm, self.calibration_file))
 
     def _check_ssh(self):
         for h in self._hosts:
@@ -578,6 +585,18 @@ class Lab:
         _proc.wait_for(lambda: self.node_states().get(node) in ("idle", "mix", "alloc"), timeout, interval=0.2,
                        what="%s to respond after resume" % node)
 
+    # ------------------------------------------------------------------ calibration
+    def calibrate(self):
+        """Measure this machine through the lab (``_calibrate.measure``), write ``calibration.json``, return it."""
+        doc = _calibrate.measure(self)
+        _calibrate.write(self.calibration_file, doc)
+        return doc
+
+    @property
+    def calibration(self):
+        """The calibration document (``calibration.json``), or None when the lab has not measured one."""
+        return _calibrate.read(self.calibration_file)
+
     # ------------------------------------------------------------------ report
     def status(self):
         """A JSON-able summary: up or not, hosts, daemons alive, Slurm node states, degradations."""
@@ -593,4 +612,5 @@ class Lab:
                 "bridge": "%s %s" % (state["bridge"], state["bridge_address"]), "daemons": daemons,
                 "slurm_partition": self.slurm, "slurm_nodes": nodes, "degradations": state["degradations"],
                 "ssh_config": str(self.ssh_config), "inventory": str(self.inventory),
-                "slurm_conf": str(self.slurm_conf), "up_seconds": state.get("up_seconds")}
+                "slurm_conf": str(self.slurm_conf), "up_seconds": state.get("up_seconds"),
+                "calibration": str(self.calibration_file) if self.calibration_file.exists() else None}

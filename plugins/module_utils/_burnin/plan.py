@@ -16,6 +16,7 @@ from typing import Any
 
 from .._core.errors import ManifestError
 from .._core.gate import CheckGraph, CheckSpec
+from .calibration import resolve_thresholds
 
 STAGE = "burn_in"
 TIER_ORDER = ("node", "gpu", "power", "fabric")
@@ -76,14 +77,16 @@ def effective_bom(manifest: dict, profile: str | None) -> dict:
 
 
 def build_plan(manifest: dict, profile: str | None = "production", tiers: list | None = None,
-               only: list | None = None, overrides: dict | None = None) -> list[PlannedTest]:
+               only: list | None = None, overrides: dict | None = None,
+               calibration: dict | None = None) -> list[PlannedTest]:
     """Ordered list of :class:`PlannedTest` for one node.
 
     ``manifest``: SKU manifest dict; ``profile``: name in ``manifest.profiles`` whose
     ``burn_in.tests.<name>`` entries (params/thresholds/timeout_s/cost_s/flaky) are merged
     over the SKU's tests; ``tiers``: restrict to these tier names; ``only``: restrict to
     these test names; ``overrides``: ``{test: {params, thresholds, timeout_s, ...}}`` merged
-    last (operator's run-time overrides).  Order: :data:`TIER_ORDER`, then ``cost_s``
+    last (operator's run-time overrides); ``calibration``: the measured baseline that relative
+    thresholds resolve against (:mod:`.calibration`).  Order: :data:`TIER_ORDER`, then ``cost_s``
     (default: ``timeout_s``), then declaration order.  Raises :class:`ManifestError` when the
     manifest has no burn-in section, a name is duplicated, or ``only``/``tiers``/``overrides``
     name something the manifest lacks.
@@ -119,7 +122,9 @@ def build_plan(manifest: dict, profile: str | None = "production", tiers: list |
             tests.append((TIER_ORDER.index(tier["name"]), float(cost), len(tests), PlannedTest(
                 tier=tier["name"], name=name, kind=str(merged["kind"]), timeout_s=float(timeout),
                 cost_s=float(cost), flaky=bool(merged.get("flaky", False)),
-                params=dict(merged.get("params") or {}), thresholds=dict(merged.get("thresholds") or {}))))
+                params=dict(merged.get("params") or {}),
+                thresholds=resolve_thresholds(merged.get("thresholds"), calibration,
+                                              "%s: burn-in test %s" % (manifest.get("sku", "manifest"), name)))))
     for name in list(only or []) + list(overrides):
         if name not in seen:
             raise ManifestError("no burn-in test named %r in this SKU" % name, where=where)

@@ -267,7 +267,7 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
     check_kinds(manifest, KINDS)
     profile = params.get("profile") or "production"
     plan = build_plan(manifest, profile, tiers=params.get("tiers") or None, only=params.get("tests") or None,
-                      overrides=params.get("overrides") or None)
+                      overrides=params.get("overrides") or None, calibration=params.get("calibration"))
     run_id = params.get("run_id") or new_run_id("burnin")
     optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
     declared = list(gate_graph(manifest, profile).specs)

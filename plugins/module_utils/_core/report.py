@@ -14,14 +14,13 @@ import json
 import os
 import time
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from .gate import STAGES, CheckResult, GateVerdict
+from .gate import STAGES, CheckResult
 from .ledger import Ledger
 from .report_html import render_html
 # write_dispatch_latest: the handoff_report module writes the list beside the report through this module
 from .dispatch import dispatch_list, write_dispatch_latest  # noqa: F401  pylint: disable=unused-import
-from .errors import ReportError
 
 REPORT_FILES = {"html": "index.html", "json": "report.json", "junit": "junit.xml"}
 

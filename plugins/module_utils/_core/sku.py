@@ -38,6 +38,30 @@ _PCIE = {
 }
 _SOURCES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}}
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean"]}}
+# A profile's threshold may instead be relative to a measured baseline (_burnin/calibration.py): a fraction of a
+# calibration figure (floors) or a multiple of it (ceilings), with the reason for that factor.
+_RELATIVE = {
+    "type": "object", "additionalProperties": False, "required": ["of", "why"],
+    "properties": {"of": {"type": "string", "pattern": "^[a-z0-9_]+\\.[a-z0-9_]+$"},
+                   "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                   "multiple": {"type": "number", "minimum": 1},
+                   "why": {"type": "string", "minLength": 1}},
+    "oneOf": [{"required": ["fraction"]}, {"required": ["multiple"]}],
+}
+_PROFILE_BURN_IN = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        # How many hosts run burnin_run at once (roles/burn_in throttle); absent or 0 = no limit.
+        "max_concurrent_hosts": {"type": "integer", "minimum": 0},
+        "tests": {"type": "object", "additionalProperties": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"cost_s": {"type": "number", "minimum": 0}, "timeout_s": {"type": "number", "minimum": 1},
+                           "flaky": {"type": "boolean"}, "params": {"type": "object"},
+                           "thresholds": {"type": "object", "additionalProperties": {
+                               "anyOf": [{"type": ["number", "string", "boolean"]}, _RELATIVE]}},
+                           "sources": _SOURCES}}},
+    },
+}
 
 SKU_SCHEMA: Dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -64,6 +88,9 @@ SKU_SCHEMA: Dict[str, Any] = {
                 "chassis_id": {"type": "string"},
                 "manager_id": {"type": "string"},
                 "bmc_vendor": {"type": "string"},
+                # nodes in one chassis behind one BMC (blade chassis); above 1 every twin node of the SKU names
+                # its bmc_system_id and is judged on that system alone
+                "nodes_per_chassis": {"type": "integer", "minimum": 1},
             },
         },
         "bom": {
@@ -250,7 +277,8 @@ SKU_SCHEMA: Dict[str, Any] = {
             "type": "object",
             "properties": {"description": {"type": "string"},
                            "inband_bom": {"type": "object"},
-                           "not_expected": {"type": "array", "items": {"type": "string"}}}}},
+                           "not_expected": {"type": "array", "items": {"type": "string"}},
+                           "burn_in": _PROFILE_BURN_IN}}},
         "sources": _SOURCES,
     },
 }

@@ -72,6 +72,10 @@ TWIN_SCHEMA: Dict[str, Any] = {
                                             "asset_tag": {"type": "string"},
                                             "bmc_mac": {"type": "string"},
                                             "bmc_address": {"type": "string"},
+                                            # the node's Systems member where one BMC serves several nodes
+                                            # (blade chassis); nodes behind one BMC share its u, serial,
+                                            # bmc_mac and bmc_address and differ in this
+                                            "bmc_system_id": {"type": "string", "minLength": 1},
                                             "inband_address": {"type": "string"},
                                             "spare": {"type": "boolean"},
                                             "fabric": {
@@ -199,9 +203,6 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                 if host in nodes:
                     raise TwinError("duplicate hostname %r (also at %s)" % (host, nodes[host]["twin_path"]),
                                     where=where)
-                if node["u"] in used_u:
-                    raise TwinError("U%d already holds %s" % (node["u"], used_u[node["u"]]), where=where)
-                used_u[node["u"]] = host
                 if skus is not None and node["sku"] not in skus:
                     raise TwinError("unknown SKU %r (known: %s)" % (node["sku"], ", ".join(sorted(skus))),
                                     where=where + ".sku")
@@ -228,11 +229,17 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                         inband = str(netaddr.IPAddress(inband))
                     except (netaddr.AddrFormatError, ValueError):
                         raise TwinError("inband_address %r is not an address" % inband, where=where + ".inband_address")
+                me = {"u": node["u"], "serial": node["serial"], "bmc_mac": mac, "bmc_address": address,
+                      "bmc_system_id": node.get("bmc_system_id")}
+                if node["u"] in used_u and not _same_bmc(me, nodes[used_u[node["u"]]]):
+                    raise TwinError("U%d already holds %s" % (node["u"], used_u[node["u"]]), where=where)
+                used_u.setdefault(node["u"], host)
                 for key, value in (("serial", node["serial"]), ("bmc_mac", mac), ("bmc_address", address),
                                    ("inband_address", inband)):
                     if value is None:
                         continue
-                    if value in seen[key]:
+                    if value in seen[key] and not (key != "inband_address"
+                                                   and _same_bmc(me, nodes[seen[key][value]])):
                         raise TwinError("%s %s is taken twice (also %s)" % (key, value, seen[key][value]),
                                         where=where + "." + key)
                     seen[key][value] = host
@@ -252,10 +259,21 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                     "inband_address": inband, "spare": bool(node.get("spare", False)),
                     "fabric": node.get("fabric", []), "twin_path": npath,
                 }
+                if node.get("bmc_system_id"):
+                    nodes[host]["bmc_system_id"] = node["bmc_system_id"]
+
     sku_dir = data.get("sku_dir")
     if sku_dir and not os.path.isabs(sku_dir):
         sku_dir = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), sku_dir))
     return Twin(path, nodes, sites, sku_dir)
+
+
+def _same_bmc(node: Dict[str, Any], other: Dict[str, Any]) -> bool:
+    """True when ``node`` and ``other`` are two nodes behind one BMC (a blade chassis): the same U, serial,
+    BMC MAC and address, each naming its own ``bmc_system_id``."""
+    ids = (node.get("bmc_system_id"), other.get("bmc_system_id"))
+    return all(ids) and ids[0] != ids[1] and all(
+        node[k] == other.get(k) for k in ("u", "serial", "bmc_mac", "bmc_address"))
 
 
 def load_twin(path: Any, known_skus: Optional[Iterable[str]] = None) -> Twin:

@@ -37,7 +37,6 @@ def missing_tool(rc: int, stderr: str, tool: str) -> bool:
         ("%s: not found" % tool) in text or "no such file or directory" in text and tool in text
 
 
-
 def tail(text: str, limit: int = 400) -> str:
     """The last ``limit`` characters of ``text`` (stripped): what a reason quotes of a tool's output."""
     text = (text or "").strip()

@@ -35,8 +35,9 @@ _TEST_FAILURE = re.compile(r"Test .*failure", re.I)
 def test_options(test: dict[str, Any]) -> dict[str, Any]:
     """``fabric_test`` options for one declared test ``{name, kind, params, thresholds}``.
 
-    Returns ``{check, transport, floor, nodes, message_bytes, binary, gpus_per_node, duration_s,
-    bidirectional, unmeasured}``; ``floor`` in the transport's unit (Gb/s, busbw GB/s), None = relative.
+    Returns ``{check, transport, replaced, floor, nodes, message_bytes, binary, gpus_per_node, duration_s,
+    bidirectional, unmeasured}``; ``floor`` in the transport's unit (Gb/s, busbw GB/s), None = relative;
+    ``replaced``: the profile replaced the kind's tool.
     Raises :class:`ValidationError` for a kind not in :data:`KINDS`.
     """
     kind = test.get("kind")
@@ -53,7 +54,8 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
     binary = params.get("binary")
     if binary is None and spec["collective"] and transport in ("nccl-tests", "rccl-tests"):
         binary = _nccl.BINARIES[spec["collective"]]
-    return {"check": test.get("name"), "transport": transport, "floor": thresholds.get(spec["floor"]),
+    return {"check": test.get("name"), "transport": transport, "replaced": transport != spec["transport"],
+            "floor": thresholds.get(spec["floor"]),
             "nodes": int(params.get("nodes") or 2), "message_bytes": size, "binary": binary,
             "gpus_per_node": params.get("gpus_per_node"), "duration_s": params.get("duration_s"),
             "bidirectional": bool(params.get("bidirectional", spec["floor"] == "min_bidir_gbps")),

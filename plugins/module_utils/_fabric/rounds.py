@@ -137,7 +137,7 @@ def fabric_test_module(params, check_mode=False):
 
     With ``params["test"]`` (a SKU fabric test: name, kind, params, thresholds) the transport, floor, size
     and check name come from the test (:func:`~._fabric.declared.test_options`), overriding the module's
-    options.  Returns the module result dict.  Raises :class:`SymphonyError` subclasses on bad input
+    options; ``params["floor"]`` still sets the floor of a test whose tool the profile replaced.  Returns the module result dict.  Raises :class:`SymphonyError` subclasses on bad input
     (unknown schedule/transport/kind, malformed twin, ledger errors).
     """
     nodes = list(params["nodes"])
@@ -152,7 +152,9 @@ def fabric_test_module(params, check_mode=False):
         value = declared.get(key or name)
         return params.get(name) if value is None else value
 
-    floor = declared["floor"] if declared else params.get("floor")
+    # the module's floor judges a test only where the profile replaced its tool (a lab floor, calibrated)
+    floor = params.get("floor") if not declared or (declared["replaced"] and params.get("floor") is not None) \
+        else declared["floor"]
     cabling = _cabling(params, nodes)
     launcher = launcher_from_params(params)
     transport = make_transport(

@@ -16,7 +16,6 @@ runs the real command.  A missing client raises :class:`ToolNotFoundError`.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import time
@@ -118,7 +117,7 @@ class Slurm:
             argv.append("--job-name=%s" % job_name)
         argv += list(extra_args) + [script_path]
         out = self._call(argv, where=script_path).strip()
-        job_id = out.split(";")[0].strip()
+        job_id = out.split(";", maxsplit=1)[0].strip()
         if not job_id.isdigit():
             raise SchedulerError("sbatch printed %r, not a job id" % out[:200], where=script_path)
         return job_id

@@ -210,7 +210,7 @@ class RocmSmiBackend:
 
 
 BACKENDS: dict[str, Callable[[], Backend]] = {"nvml": NvmlBackend, "nvidia-smi": NvidiaSmiBackend,
-                                             "rocm-smi": RocmSmiBackend}
+                                              "rocm-smi": RocmSmiBackend}
 
 
 def open_backend(prefer: Sequence[str] = ("nvml", "nvidia-smi", "rocm-smi")) -> Backend:

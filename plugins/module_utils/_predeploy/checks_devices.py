@@ -29,19 +29,23 @@ NVME_CAPACITY_TOLERANCE = 0.02
 
 
 def check_gpus(ctx: AuditContext) -> Outcome:
-    return tolerate_gaps(_check_gpus(ctx), ctx.inv, ("processors", "pcie"), "the GPU inventory")
+    return tolerate_gaps(_check_gpus(ctx), ctx.inv, ("processors", "pcie", "chassis"), "the GPU inventory")
 
 
 def _check_gpus(ctx: AuditContext) -> Outcome:
-    want = ctx.bom["gpus"]
+    want = ctx.bom.get("gpus") or {"count": 0}
     count = want["count"]
     gpus = ctx.inv.of_kind("gpu")
     present = present_parts(gpus)
     observed = {"count": len(present), "models": sorted({g.model or "unknown" for g in present})}
     if count == 0:
         if present:
-            return failed("SKU has no GPUs, found %d" % len(present),
-                          "check the twin's SKU for %s" % ctx.node["hostname"], expected=want, observed=observed)
+            # parts the SKU does not declare are a BOM mismatch, never ignored
+            found = ", ".join("%d × %s" % (sum(1 for g in present if (g.model or "unknown") == m), m)
+                              for m in observed["models"])
+            return failed("found %s, SKU declares none" % found,
+                          "the server carries GPUs its SKU does not plan: check the twin's SKU for %s or remove "
+                          "the GPUs" % ctx.node["hostname"], expected=want, observed=observed)
         return passed(expected=want, observed=observed, reason="no GPUs in this SKU")
     model = want.get("model")
     label = "%d × %s" % (count, model or "GPU")
@@ -71,7 +75,7 @@ def _check_gpus(ctx: AuditContext) -> Outcome:
 
 
 def check_gpu_pcie_links(ctx: AuditContext) -> Outcome:
-    want = ctx.bom["gpus"]
+    want = ctx.bom.get("gpus") or {"count": 0}
     gpus = present_parts(ctx.inv.of_kind("gpu"))
     if want["count"] == 0:
         return passed(reason="no GPUs in this SKU")
@@ -100,7 +104,8 @@ def check_gpu_pcie_links(ctx: AuditContext) -> Outcome:
 
 
 def check_nics(ctx: AuditContext) -> Outcome:
-    return tolerate_gaps(_check_nics(ctx), ctx.inv, ("network_adapters", "network_ports"), "NetworkAdapters")
+    return tolerate_gaps(_check_nics(ctx), ctx.inv, ("network_adapters", "network_ports", "chassis"),
+                         "NetworkAdapters")
 
 
 def _check_nics(ctx: AuditContext) -> Outcome:
@@ -138,7 +143,7 @@ def _check_nics(ctx: AuditContext) -> Outcome:
 
 
 def check_nvme(ctx: AuditContext) -> Outcome:
-    return tolerate_gaps(_check_nvme(ctx), ctx.inv, ("storage", "drives"), "Storage")
+    return tolerate_gaps(_check_nvme(ctx), ctx.inv, ("storage", "drives", "chassis"), "Storage")
 
 
 def _check_nvme(ctx: AuditContext) -> Outcome:
@@ -146,7 +151,7 @@ def _check_nvme(ctx: AuditContext) -> Outcome:
     models = models_of(want or {})
     # Drives whose protocol the BMC does not report (Supermicro: Protocol null) count when the model is the SKU's.
     drives = unique_parts(present_parts(ctx.inv.of_kind("nvme") + [d for d in ctx.inv.of_kind("drive")
-                                                         if any(model_matches(m, d.model) for m in models)]))
+                                                                   if any(model_matches(m, d.model) for m in models)]))
     observed = {"count": len(drives), "models": sorted({d.model or "unreported" for d in drives})}
     if not want:
         return passed(observed=observed, reason="SKU declares no NVMe drives")

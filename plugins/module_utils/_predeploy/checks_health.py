@@ -13,16 +13,16 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from .._core.errors import ValidationError
-from .._core.gate import Outcome, failed, passed
+from .._core.gate import Outcome, failed, not_run, passed
 from .graph import AuditContext
-from .parts import absent_parts, main_system, present_parts, slot_of, unreadable
+from .parts import absent_parts, main_system, present_parts, slot_of, tolerate_gaps, unreadable
 
 
 def check_psus(ctx: AuditContext) -> Outcome:
     want = ctx.bom.get("psus")
     if want and want["count"] == 0:
         return passed(reason="the SKU's power supplies are not managed by this BMC (count 0)")
-    gap = unreadable(ctx.inv, ("psu",), "power supplies")
+    gap = unreadable(ctx.inv, ("psu", "chassis"), "power supplies")
     if gap:
         return gap
     psus = ctx.inv.of_kind("psu")
@@ -46,7 +46,7 @@ def check_psus(ctx: AuditContext) -> Outcome:
 
 
 def check_fans_thermal(ctx: AuditContext) -> Outcome:
-    gap = unreadable(ctx.inv, ("fans", "readings"), "fans and thermal sensors")
+    gap = unreadable(ctx.inv, ("fans", "readings", "chassis"), "fans and thermal sensors")
     if gap:
         return gap
     want = ctx.bom.get("fans") or {}
@@ -82,7 +82,15 @@ def check_fans_thermal(ctx: AuditContext) -> Outcome:
     return passed(expected=want, observed=observed)
 
 
+# Every part whose Status.Health the roll-up reads: one unread may be the Critical one.
+HEALTH_PARTS = ("chassis", "processors", "memory", "pcie", "network_adapters", "storage", "drives", "psu", "fans")
+
+
 def check_health_rollup(ctx: AuditContext) -> Outcome:
+    return tolerate_gaps(_check_health_rollup(ctx), ctx.inv, HEALTH_PARTS, "the parts' health")
+
+
+def _check_health_rollup(ctx: AuditContext) -> Outcome:
     inv = ctx.inv
     worst = inv.health_rollup()
     bad = ["Systems/%s %s" % (s.get("id"), s.get("health")) for s in inv.systems
@@ -166,6 +174,9 @@ def check_firmware_inventory(ctx: AuditContext) -> Outcome:
     if gap:
         return gap
     items = ctx.inv.firmware
+    if "firmware_inventory" in ctx.inv.capabilities and not ctx.inv.capabilities["firmware_inventory"]:
+        return not_run("this BMC publishes no firmware inventory (UpdateService has neither FirmwareInventory "
+                       "nor SoftwareInventory); the firmware versions are read in-band in provisioning")
     if not items:
         return failed("FirmwareInventory lists no members",
                       "the BMC has not populated its firmware inventory: wait after AC power on, reset the BMC "
@@ -175,11 +186,9 @@ def check_firmware_inventory(ctx: AuditContext) -> Outcome:
         match = comp.get("match") or {}
         if not match.get("id") and not match.get("name"):
             continue
-        # The member Id is the key; the Name pattern is used only where the SKU gives no Id pattern.
-        if match.get("id"):
-            found = [i for i in items if re.fullmatch(match["id"], i.id or "")]
-        else:
-            found = [i for i in items if re.fullmatch(match["name"], i.name or "")]
+        # A member matches by its Id or by its Name: Name is the only usable key where Ids are 1..27.
+        found = [i for i in items if (match.get("id") and re.fullmatch(match["id"], i.id or ""))
+                 or (match.get("name") and re.fullmatch(match["name"], i.name or ""))]
         need = match.get("count", 1)
         if len(found) < need:
             missing.append("%s (%s: %d of %d)" % (comp["id"], match.get("id") or match.get("name"), len(found), need))

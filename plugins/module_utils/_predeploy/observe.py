@@ -94,8 +94,13 @@ def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mappi
 AUDIT_SECTIONS = ("systems", "chassis", "managers", "sel", "readings", "capabilities", "firmware_ids")
 
 
-def read_for_audit(client: Any) -> NodeInventory:
+def read_for_audit(client: Any, system_id: Optional[str] = None, firmware_bodies: bool = False) -> NodeInventory:
     """Read what the pre-deployment checks judge, in as few Redfish requests as the BMC allows.
+
+    ``system_id``: the twin's ``bmc_system_id``, the node's own ``Systems`` member where one BMC serves
+    several nodes (only that system and its chassis are read, :func:`_redfish.reader.node_chassis`);
+    ``firmware_bodies``: read the FirmwareInventory members' bodies (their ``Name``), for a SKU that
+    matches firmware by name.
 
     ``_redfish.reader.read_inventory`` over :data:`AUDIT_SECTIONS`: ``$expand`` where the
     service advertises it, several GETs at once up to the client's per-BMC cap, and the
@@ -104,4 +109,17 @@ def read_for_audit(client: Any) -> NodeInventory:
     whose ``firmware`` items carry ``id``/``uri`` only (``capabilities["firmware_ids_only"]``
     is True).  Raises :class:`RedfishError` only when the service root cannot be read.
     """
-    return read_inventory(client, sections=AUDIT_SECTIONS)
+    sections = AUDIT_SECTIONS if not firmware_bodies else \
+        tuple(x for x in AUDIT_SECTIONS if x != "firmware_ids") + ("firmware",)
+    return read_inventory(client, system_id=system_id, sections=sections)
+
+
+def audit_reader(node: Mapping[str, Any], manifest: Mapping[str, Any]) -> Callable[[Any], NodeInventory]:
+    """The :func:`read_for_audit` for one twin node: its ``bmc_system_id``, and member bodies where the SKU
+    matches a firmware component by ``name`` alone (the member list carries only links)."""
+    by_name = any((c.get("match") or {}).get("name") and not (c.get("match") or {}).get("id")
+                  for c in manifest.get("firmware") or [])
+
+    def read(client: Any) -> NodeInventory:
+        return read_for_audit(client, system_id=node.get("bmc_system_id"), firmware_bodies=by_name)
+    return read

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from .._core.gate import PASS, Outcome, failed
+from .._core.gate import PASS, Outcome, not_run
 from .._redfish.model import Component, NodeInventory
 from .graph import AuditContext
 
@@ -66,26 +66,29 @@ def missing_slots(ids: Iterable[Any], expected_count: int) -> list[str]:
     return ["%s%d" % (prefix, n) for n in range(base, base + expected_count) if n not in nums]
 
 
-def incomplete_for(inv: NodeInventory, *parts: str) -> list[str]:
-    """Entries of ``inv.incomplete`` (``{"part", "uri", "reason"}``) for any of ``parts``, as strings."""
+def incomplete_for(inv: NodeInventory, *parts: str, members: bool = True) -> list[str]:
+    """Entries of ``inv.incomplete`` (``{"part", "uri", "reason"[, "member"]}``) for any of ``parts``, as strings;
+    ``members=False``: only whole collections, not one unreadable member."""
     out = []
     for item in inv.incomplete or []:
         if isinstance(item, dict):
-            if item.get("part") in parts:
+            if item.get("part") in parts and (members or not item.get("member")):
                 out.append("%s: %s" % (item.get("uri") or item.get("part"), item.get("reason")))
         elif any(p.lower() in str(item).lower() for p in parts):
             out.append(str(item))
     return out
 
 
-def unreadable(inv: NodeInventory, words: Iterable[str], what: str,
-               remediation: Optional[str] = None) -> Optional[Outcome]:
-    """A ``fail`` naming what of ``words`` could not be read, or None when all of it was read."""
+def unreadable(inv: NodeInventory, words: Iterable[str], what: str) -> Optional[Outcome]:
+    """``not_run`` naming what of ``words`` could not be read, or None when all of it was read.
+
+    A partial read is never judged (DESIGN.md "Verdict rules"): neither pass nor a hardware fail.
+    """
     gaps = incomplete_for(inv, *words)
     if gaps:
-        return failed("%s could not be read from the BMC: %s" % (what, "; ".join(gaps[:3])),
-                      remediation or "rerun the stage; if it persists, reset the BMC (Manager.Reset) and "
-                      "check its Redfish service", observed={"incomplete": gaps})
+        return not_run("%s could not be read completely from the BMC, so it is not judged: %s; rerun the stage "
+                       "(reset the BMC with Manager.Reset if it persists)" % (what, "; ".join(gaps[:3])),
+                       evidence={"incomplete": gaps})
     return None
 
 
@@ -110,22 +113,19 @@ def main_system(ctx: AuditContext) -> Optional[dict]:
 
 
 def tolerate_gaps(outcome: Outcome, inv: NodeInventory, parts: Iterable[str], what: str) -> Outcome:
-    """Count checks: an unreadable part only matters when what was read falls short.
+    """A check over parts that were not all read: ``not_run`` with what was read, whatever ``outcome`` says.
 
-    A pass stays a pass (the unreadable parts are named in its reason); a fail
-    says the part could not be read, so nobody hunts for hardware that may be there.
+    An unread member may be the missing part, an extra one or a sick one, so neither a pass nor a fail is
+    true; the check becomes ``not_run`` with the reason and the outcome of what was read as evidence.
     """
     gaps = incomplete_for(inv, *parts)
     if not gaps:
         return outcome
-    if outcome.status == PASS:
-        outcome.reason = ((outcome.reason + "; ") if outcome.reason else "") + \
-            "%d part(s) of %s unreadable: %s" % (len(gaps), what, "; ".join(gaps[:2]))
-        return outcome
-    return failed("%s could not be read completely (%s); what was read: %s"
-                  % (what, "; ".join(gaps[:2]), outcome.reason),
-                  "rerun the stage; if the BMC keeps failing on this part, reset it (Manager.Reset)",
-                  expected=outcome.expected, observed=outcome.observed)
+    return not_run("%s could not be read completely (%s), so it is not judged; what was read: %s; rerun the "
+                   "stage (reset the BMC with Manager.Reset if it persists)"
+                   % (what, "; ".join(gaps[:2]), outcome.reason or outcome.status),
+                   evidence={"incomplete": gaps, "read": {"status": outcome.status, "expected": outcome.expected,
+                                                          "observed": outcome.observed}})
 
 
 def _system_of(comp: Component) -> Optional[str]:

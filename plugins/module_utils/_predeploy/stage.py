@@ -42,7 +42,7 @@ from .discovery import discover_node
 from .graph import STAGE, Observation, check_graph
 from .judge import judge
 from .leases import LeaseIndex, read_leases
-from .observe import observe_node
+from .observe import audit_reader, observe_node
 
 AUDIT_WORKERS = 128
 
@@ -124,6 +124,11 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         if node.get("sku") not in manifests:
             raise ValidationError("SKU %r of %s has no manifest (known: %s)"
                                   % (node.get("sku"), host, ", ".join(sorted(manifests))), where=host)
+        per_chassis = manifests[node["sku"]].get("system", {}).get("nodes_per_chassis", 1)
+        if per_chassis > 1 and not node.get("bmc_system_id"):
+            # one BMC serves several nodes: without its system a node would be judged on all of them
+            raise ValidationError("SKU %s has %d nodes per chassis behind one BMC; the twin must name %s's "
+                                  "bmc_system_id (its Systems member)" % (node["sku"], per_chassis, host), where=host)
     index = None
     if settings.lease_file:
         index = LeaseIndex(read_leases(settings.lease_file, settings.lease_format), now=now)
@@ -151,9 +156,10 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         node_settings = dataclasses.replace(settings, max_concurrency=1)
 
     def work(host, item):
-        obs, warns = observe_node(item["node"], item["endpoint"], item["entry"], node_settings, item["discovery"],
-                                  settings.lease_file, client_factory, reader, registries)
         manifest = manifests[item["node"]["sku"]]
+        obs, warns = observe_node(item["node"], item["endpoint"], item["entry"], node_settings, item["discovery"],
+                                  settings.lease_file, client_factory, reader or audit_reader(item["node"], manifest),
+                                  registries)
         results, verdict = judge(item["node"], manifest, obs, run_id, graphs[item["node"]["sku"]], cutoff, now)
         return obs, warns, results, verdict
 
@@ -185,8 +191,8 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         by_host[host] = results
         verdicts[host] = verdict
         entry: HostAudit = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
-                 "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
-                 "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
+                            "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
+                            "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
         if return_details:
             entry["results"] = [r.to_dict() for r in results]
         hosts[host] = entry

@@ -22,6 +22,7 @@ from .node import STAGE, NodeRun, ProvisionSettings
 
 RESET_ACTIVATIONS = ("host_reset", "ac_cycle")
 
+
 def image_file(settings: ProvisionSettings, step: Step) -> Optional[str]:
     """Path of the local copy of a step's image: ``<image_dir>/<basename of image.uri>``, or None."""
     if not settings.image_dir or not step.image:

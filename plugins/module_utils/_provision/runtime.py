@@ -16,6 +16,7 @@ from .._core.gate import Outcome, failed, passed
 from .._redfish.reader import reset_request
 from .node import NodeRun
 
+
 def _virtual_cd(nd: NodeRun) -> Optional[dict[str, Any]]:
     for coll in nd.inv.capabilities.get("virtual_media") or []:
         for m in nd.client.members(coll):

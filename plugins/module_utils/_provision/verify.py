@@ -15,6 +15,7 @@ from .._redfish.reader import read_inventory
 from .fwplan import SKIP, UPDATE, Step, build_plan, diff_after
 from .node import READ_SECTIONS, NodeRun
 
+
 def verify(nd: NodeRun) -> Outcome:
     """Re-read FirmwareInventory and the BIOS; every version and attribute must be the manifest's."""
     inv = read_inventory(nd.client, sections=READ_SECTIONS)

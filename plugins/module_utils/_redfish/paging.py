@@ -29,6 +29,12 @@ def _norm_id(oid: Any) -> Any:
     return oid.rstrip("/") if isinstance(oid, str) and oid != "/" else oid
 
 
+def _partial(errors: Optional[list[dict[str, Any]]], uri: str, reason: str) -> None:
+    """Record a collection read cut short in the caller's ``errors`` (when it collects them)."""
+    if errors is not None:
+        errors.append({"uri": uri, "reason": reason})
+
+
 def _is_link(member: Any) -> bool:
     return isinstance(member, dict) and "@odata.id" in member and set(member) <= _LINK_KEYS
 
@@ -131,6 +137,10 @@ class Paging(Session):
         visited = {self._rel(self._abs(collection_path))}
         page = first
         while True:
+            if isinstance(page.get("error"), dict):
+                # an error object beside Members (DSP0266 allows it): the service says the list is not whole
+                _partial(errors, collection_path, "the collection carries an error beside its Members: %s"
+                         % (page["error"].get("message") or page["error"].get("code") or "error"))
             for m in page.get("Members") or []:
                 if not isinstance(m, dict):
                     continue
@@ -154,12 +164,16 @@ class Paging(Session):
             if pages >= self.settings.page_cap:
                 self._warn("%s %s: more than %d pages; stopped paging" % (self.host, collection_path,
                                                                           self.settings.page_cap))
+                # members past the cap were not read: the caller must not judge the collection as complete
+                _partial(errors, collection_path, "more than %d pages; stopped paging, the rest is unread"
+                         % self.settings.page_cap)
                 break
             visited.add(nrel)
             pages += 1
             page = self.get(nxt)
             if not isinstance(page.get("Members"), list):
                 self._warn("%s %s: page without Members" % (self.host, nxt))
+                _partial(errors, nxt, "page without Members; the rest of the collection is unread")
                 break
         if count is not None and len(order) != count:
             self._warn("%s %s: Members@odata.count is %d but %d unique members were read"
@@ -183,7 +197,8 @@ class Paging(Session):
         failed = set()
         for i, (body, exc) in zip(todo, bodies):
             if exc is not None:
-                assert errors is not None  # get_many raises the first failure when not collecting
+                if errors is None:  # get_many raises the first failure when not collecting
+                    raise exc
                 errors.append({"uri": refs[i]["@odata.id"], "reason": str(exc)})
                 failed.add(i)
             elif body is not None:

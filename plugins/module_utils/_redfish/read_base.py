@@ -23,7 +23,17 @@ ALL_SECTIONS = ("systems", "chassis", "managers", "firmware", "sel", "readings",
 # per page instead of one per member) for readers that need to know what is inventoried, not its versions.
 SECTIONS = ALL_SECTIONS + ("firmware_ids",)
 LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
+# Placeholders BMCs put where they know nothing (DESIGN.md "Verdict rules": unknown, never a value); compared
+# case-insensitively after stripping.
 UNKNOWN_VERSIONS = {"", "N/A", "NA", "n/a", "na", "Unknown", "unknown", "null", "None"}
+_PLACEHOLDERS = frozenset(v.lower() for v in UNKNOWN_VERSIONS | {
+    "Not Available", "NotAvailable", "Not Specified", "Not Applicable", "To Be Filled By O.E.M.", "-"})
+# Integer placeholders: -1 and 0xFFFF (an unset 16-bit register, as IPMI/SMBIOS-fed BMCs pass it on).
+_COUNT_PLACEHOLDERS = frozenset([-1, 0xFFFF])
+# A zero date ("0000-00-00T00:00:00Z", "1970-01-01T00:00:00Z" from an unset RTC) is no time at all.
+_ZERO_DATE = re.compile(r"^(0000-00-00|1970-01-01)T00:00:00")
+# Entries some BMCs type as GPU that are not one: the HGX baseboard, NVSwitches, retimers, ERoTs.
+NOT_A_GPU = re.compile(r"baseboard|nvswitch|retimer|\bE?RoT\b|ERoT_|\bHMC\b|\bFPGA\b|PCIe ?switch", re.I)
 _GPU_WORDS = re.compile(r"\b(GPU|H100|H200|H800|A100|A800|B100|B200|GB200|L40S?|MI\d{3}X?|INSTINCT|TESLA)\b", re.I)
 
 
@@ -60,12 +70,39 @@ def _status(obj: Any) -> tuple[Optional[str], Optional[str]]:
 
 
 def _str(v: Any) -> Optional[str]:
+    """A reported string, or None for null and the placeholders (``"N/A"``, ``""``, ``"Not Available"`` ...)."""
     if v is None:
         return None
-    if isinstance(v, str):
-        v = v.strip()
-        return v or None
-    return str(v)
+    text = v.strip() if isinstance(v, str) else str(v)
+    return None if text.lower() in _PLACEHOLDERS else text
+
+
+def known_count(v: Any) -> Optional[int]:
+    """A reported count (ports, lanes, cores) as int, or None for null, non-numbers, ``-1`` and ``65535``."""
+    if isinstance(v, bool) or not isinstance(v, int) or v in _COUNT_PLACEHOLDERS or v < 0:
+        return None
+    return v
+
+
+def known_date(v: Any) -> Optional[str]:
+    """A reported ISO 8601 time, or None for null, placeholders and zero dates (``0000-00-00T00:00:00Z``)."""
+    text = _str(v)
+    return None if text is None or _ZERO_DATE.match(text) else text
+
+
+def error_body(body: Any) -> Optional[str]:
+    """The message of a Redfish ``error`` object (DSP0266 "Error responses") in a body that is not a resource,
+    or None: some BMCs answer 200 with an error body for a part they cannot read."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict) and "@odata.id" not in body:
+        err = body["error"]
+        return "the BMC answered with an error body: %s" % (err.get("message") or err.get("code") or "error")
+    return None
+
+
+def child_uri(base: str, *segments: str) -> str:
+    """``base`` with ``segments`` below it, one ``/`` between each (``Systems/1/`` + ``Actions`` never gives
+    ``//``); for URIs the service does not link (DSP0268 gives the path), never for links it gives."""
+    return "/".join([base.rstrip("/")] + [seg.strip("/") for seg in segments])
 
 
 def _pcie_gen(text: Any) -> Optional[int]:
@@ -87,10 +124,9 @@ def normalise_version(version: Any) -> Optional[str]:
     if version is None:
         return None
     text = str(version).strip()
-    if text in UNKNOWN_VERSIONS:
+    if text.lower() in _PLACEHOLDERS:
         return None
     return text
-
 
 
 class ReaderBase:
@@ -115,8 +151,13 @@ class ReaderBase:
         levels = getattr(client, "expand_levels", None)
         self.levels = levels() if callable(levels) else 0
 
-    def incomplete(self, part: str, uri: Optional[str], exc: object) -> None:
-        self.inv.incomplete.append({"part": part, "uri": uri, "reason": str(exc)})
+    def incomplete(self, part: str, uri: Optional[str], exc: object, member: bool = False) -> None:
+        """Record that ``part`` at ``uri`` could not be read; ``member``: one member of the collection, not the
+        collection itself (an unreadable secondary chassis feeds only the checks that read chassis)."""
+        entry: dict[str, Any] = {"part": part, "uri": uri, "reason": str(exc)}
+        if member:
+            entry["member"] = True
+        self.inv.incomplete.append(entry)
 
     def remember(self, body: Any) -> Any:
         """Keep every resource in ``body`` (itself and whatever came back expanded inline)."""
@@ -143,16 +184,22 @@ class ReaderBase:
         if hit is not None:
             return hit
         try:
-            return self.remember(self.c.get(uri))
+            body = self.c.get(uri)
         except RedfishError as exc:
             self.incomplete(part, uri, exc)
             return None
+        err = error_body(body)
+        if err:
+            self.incomplete(part, uri, err)
+            return None
+        return self.remember(body)
 
     def _from_cache(self, uri: Optional[str]) -> Optional[list[dict[str, Any]]]:
         """Members of a collection already seen, as bodies, or None when something is missing."""
         coll = self.cached(uri)
-        if coll is None or not isinstance(coll.get("Members"), list) or coll.get("Members@odata.nextLink"):
-            return None
+        if coll is None or not isinstance(coll.get("Members"), list) or coll.get("Members@odata.nextLink") \
+                or coll.get("error"):
+            return None   # the client reads it again and reports what is wrong
         out, seen = [], set()
         for m in coll["Members"]:
             if not isinstance(m, dict):
@@ -182,10 +229,15 @@ class ReaderBase:
             self.incomplete(part, uri, exc)
             return []
         for e in errors:
-            self.incomplete(part, e["uri"], e["reason"])
+            self.incomplete(part, e["uri"], e["reason"], member=_norm(e["uri"]) != _norm(uri))
+        out = []
         for item in items:
-            self.remember(item)
-        return items
+            err = error_body(item)
+            if err:
+                self.incomplete(part, uri, err, member=True)
+                continue
+            out.append(self.remember(item))
+        return out
 
     def fetch(self, part: str, uris: list[str]) -> list[dict[str, Any]]:
         """Bodies of ``uris`` (cache first, the rest a few at a time); unreadable ones are incomplete."""
@@ -199,8 +251,9 @@ class ReaderBase:
                 todo.append(u)
         if todo:
             for u, (body, exc) in zip(todo, self._get_many(todo)):
-                if exc is not None:
-                    self.incomplete(part, u, exc)
+                err = exc if exc is not None else error_body(body)
+                if err is not None:
+                    self.incomplete(part, u, err)
                 else:
                     out[u] = self.remember(body)
         return [out[u] for u in uris if u in out]
@@ -264,8 +317,8 @@ class ReaderBase:
 
     def apply_pcie(self, comp: Component, dev: dict[str, Any]) -> None:
         iface = dev.get("PCIeInterface") or {}
-        comp.pcie_width = iface.get("LanesInUse")
-        comp.pcie_width_max = iface.get("MaxLanes")
+        comp.pcie_width = known_count(iface.get("LanesInUse"))
+        comp.pcie_width_max = known_count(iface.get("MaxLanes"))
         comp.pcie_gen = _pcie_gen(iface.get("PCIeType"))
         comp.pcie_gen_max = _pcie_gen(iface.get("MaxPCIeType"))
         comp.extra.setdefault("pcie_device", dev.get("@odata.id"))

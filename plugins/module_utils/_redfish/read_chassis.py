@@ -15,7 +15,18 @@ import re
 from typing import Any, Optional
 
 from .model import Component
-from .read_base import _GPU_WORDS, _links_list, _location, _norm, _status, _str, link, normalise_version
+from .read_base import (
+    _GPU_WORDS,
+    NOT_A_GPU,
+    _links_list,
+    _location,
+    _norm,
+    _status,
+    _str,
+    known_count,
+    link,
+    normalise_version,
+)
 from .read_power import PowerReader
 from .read_storage import StorageReader
 
@@ -26,7 +37,9 @@ GPU_CLASSES = ("DisplayController", "ProcessingAccelerators")
 class ChassisReader(PowerReader, StorageReader):
     """One ``Chassis`` (with its power, thermal and readings) and the GPU fallback over PCIe devices."""
 
-    def read_chassis(self, ch: dict[str, Any]) -> None:
+    def read_chassis(self, ch: dict[str, Any], shared: bool = False) -> None:
+        """One chassis; ``shared``: an enclosure that holds several nodes (its summary, power, cooling and
+        readings count for each node; its adapters and drives are no one node's)."""
         state, health = _status(ch)
         self.inv.chassis.append({
             "id": ch.get("Id"), "uri": ch.get("@odata.id"), "manufacturer": _str(ch.get("Manufacturer")),
@@ -40,7 +53,7 @@ class ChassisReader(PowerReader, StorageReader):
                                    name=ch.get("Name") or "", model=_str(ch.get("Model")),
                                    manufacturer=_str(ch.get("Manufacturer")), serial=_str(ch.get("SerialNumber")),
                                    part_number=_str(ch.get("PartNumber")), state=state, health=health))
-        if link(ch, "NetworkAdapters"):
+        if link(ch, "NetworkAdapters") and not shared:
             # a card that carries its own computer system is a DPU/SmartNIC (DMTF smartnic)
             card_soc = ch.get("ChassisType") == "Card" and bool(_links_list(ch, "ComputerSystems"))
             adapters = self.members("network_adapters", ch["NetworkAdapters"]["@odata.id"])
@@ -52,7 +65,7 @@ class ChassisReader(PowerReader, StorageReader):
                 if card_soc:
                     comp.kind = "dpu"
                 self.add(comp)
-        if link(ch, "Drives"):
+        if link(ch, "Drives") and not shared:
             for d in self.members("drives", ch["Drives"]["@odata.id"]):
                 self.add(self.drive(d))
         self.read_power(ch)
@@ -62,9 +75,11 @@ class ChassisReader(PowerReader, StorageReader):
             if link(ch, "Sensors"):
                 got = [self.sensor(sn) for sn in self.members("readings", ch["Sensors"]["@odata.id"])]
                 self.inv.readings.extend(got)
-            if not any(r.kind in ("temperature", "fan", "power") for r in got):
-                # Sensors missing or thin (Supermicro lists one): the legacy resources hold them
-                self.legacy_readings(ch)
+            lacking = frozenset(("temperature", "fan", "power")) - {r.kind for r in got}
+            if lacking:
+                # Sensors missing or thin (Supermicro lists one; some list only power): the legacy Thermal/Power
+                # resources hold the kinds it lacks
+                self.legacy_readings(ch, lacking)
             if link(ch, "LeakDetectors"):
                 for ld in self.members("readings", ch["LeakDetectors"]["@odata.id"]):
                     self.inv.readings.append(self.leak(ld))
@@ -92,7 +107,7 @@ class ChassisReader(PowerReader, StorageReader):
                     mbps = max([c.get("LinkSpeedMbps") or 0 for c in caps if isinstance(c, dict)] or [0])
                 if mbps:
                     speeds.append(float(mbps) / 1000.0)
-        port_count = len(ports) or (ctrl.get("ControllerCapabilities") or {}).get("NetworkPortCount")
+        port_count = len(ports) or known_count((ctrl.get("ControllerCapabilities") or {}).get("NetworkPortCount"))
         text = " ".join(str(na.get(k) or "") for k in ("Model", "Name", "Id", "PartNumber"))
         kind = "dpu" if re.search(r"bluefield|\bDPU\b|smartnic", text, re.I) else "nic"
         comp = Component(
@@ -121,7 +136,7 @@ class ChassisReader(PowerReader, StorageReader):
                     continue  # a NetworkAdapter's own device (its Controllers link it)
                 if furi and not self._known_device(dev):
                     funcs = self.members("pcie", furi)
-                if not _is_gpu_device(dev, funcs):
+                if not _is_gpu_device(dev, funcs) or _not_a_gpu(dev):
                     continue
                 state, health = _status(dev)
                 fn_oem = _oem_gpu(funcs)
@@ -140,6 +155,34 @@ class ChassisReader(PowerReader, StorageReader):
                     location=_location(dev), state=state, health=health, extra={"source": "PCIeDevices"})
                 self.apply_pcie(comp, dev)
                 self.add(comp)
+        if not any(c.kind == "gpu" for c in self.inv.components):
+            self.gpus_from_oem(chassis)
+
+    def gpus_from_oem(self, chassis: list[dict[str, Any]]) -> None:
+        """GPUs a vendor lists only in an OEM device collection: HPE iLO 5/6 ``Chassis/{id}`` ``Oem.Hpe.Links.Devices``
+        (``HpeServerDevice``: ``DeviceType``, ``Name``, ``Manufacturer``, ``FirmwareVersion.Current.VersionString``;
+        HPE iLO "Chassis resource definitions"), read when the standard Processors and PCIeDevices name none."""
+        for ch in chassis:
+            for vendor, oem in ((ch.get("Oem") or {}).items()):
+                uri = link((oem or {}).get("Links") if isinstance(oem, dict) else None, "Devices")
+                if not uri:
+                    continue
+                for dev in self.members("pcie", uri):
+                    text = " ".join(str(dev.get(k) or "") for k in ("Name", "Model", "ProductPartNumber"))
+                    dtype = str(dev.get("DeviceType") or "")
+                    if not (dtype.upper() == "GPU" or (not dtype and _GPU_WORDS.search(text))) or _not_a_gpu(dev):
+                        continue
+                    state, health = _status(dev)
+                    fw = ((dev.get("FirmwareVersion") or {}).get("Current") or {}) \
+                        if isinstance(dev.get("FirmwareVersion"), dict) else {}
+                    self.add(Component(
+                        kind="gpu", id=str(dev.get("Id")), uri=dev.get("@odata.id", ""), name=dev.get("Name") or "",
+                        model=_str(dev.get("Model")) or _str(dev.get("Name")) or _str(dev.get("ProductPartNumber")),
+                        manufacturer=_str(dev.get("Manufacturer")), serial=_str(dev.get("SerialNumber")),
+                        part_number=_str(dev.get("PartNumber")) or _str(dev.get("ProductPartNumber")),
+                        firmware_version=normalise_version(fw.get("VersionString")),
+                        location=_str(dev.get("Location")) if isinstance(dev.get("Location"), str) else _location(dev),
+                        state=state, health=health, extra={"source": "Oem.%s.Links.Devices" % vendor}))
 
     def _known_device(self, dev: dict[str, Any]) -> bool:
         """True when the PCIe functions cannot change what the device is read as: a NetworkAdapter's
@@ -148,6 +191,10 @@ class ChassisReader(PowerReader, StorageReader):
             return True
         return _gpu_by_device(dev) and bool(_str(dev.get("Model")) and _str(dev.get("FirmwareVersion")) and (
             _str(dev.get("Manufacturer")) or _oem_gpu_vendor(dev)))
+
+
+def _not_a_gpu(dev: dict[str, Any]) -> bool:
+    return bool(NOT_A_GPU.search(" ".join(str(dev.get(k) or "") for k in ("Id", "Name", "Model"))))
 
 
 def _oem_gpu_vendor(dev: dict[str, Any]) -> Optional[str]:

@@ -59,11 +59,17 @@ class FirmwareReader(LogReader):
             } if act else None
             caps["multipart_http_push_uri"] = upd.get("MultipartHttpPushUri")
             caps["http_push_uri"] = upd.get("HttpPushUri")
-        if "firmware" in self.sections and link(upd, "FirmwareInventory"):
-            items = self.members("firmware", upd["FirmwareInventory"]["@odata.id"])
+        # SoftwareInventory where a service has no FirmwareInventory (DSP0268 UpdateService: both are
+        # SoftwareInventoryCollections); None: the BMC publishes no firmware inventory at all
+        inventory = link(upd, "FirmwareInventory") or link(upd, "SoftwareInventory")
+        self.inv.capabilities["firmware_inventory"] = inventory
+        if not inventory:
+            return
+        if "firmware" in self.sections:
+            items = self.members("firmware", inventory)
             self.inv.firmware.extend(normalise_firmware(items))
-        elif "firmware_ids" in self.sections and link(upd, "FirmwareInventory"):
-            uri = upd["FirmwareInventory"]["@odata.id"]
+        elif "firmware_ids" in self.sections:
+            uri = inventory
             coll = self.cached(uri)
             if coll is not None and isinstance(coll.get("Members"), list) and not coll.get("Members@odata.nextLink") \
                     and coll.get("Members@odata.count") in (None, len(coll["Members"])):

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from .model import SelEntry
-from .read_base import ReaderBase, link
+from .read_base import ReaderBase, known_date, link
 
 SEL_LOG_IDS = {"sel", "eventlog", "log", "log1", "iml"}
 SEL_SKIP_IDS = {"journal", "auditlog", "dump", "diagnosticlog", "hostlogger", "postcodes", "debugtokenservice",
@@ -32,7 +32,7 @@ class LogReader(ReaderBase):
                 continue
             for e in self.members("sel", entries):
                 self.inv.sel.append(SelEntry(
-                    id=str(e.get("Id")), created=e.get("Created"),
+                    id=str(e.get("Id")), created=known_date(e.get("Created")),
                     severity=e.get("Severity") or e.get("MessageSeverity"),
                     message=e.get("Message") or "", message_id=e.get("MessageId"),
                     sensor_type=e.get("SensorType"), log=svc.get("@odata.id", "")))

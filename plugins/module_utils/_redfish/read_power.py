@@ -94,23 +94,27 @@ class PowerReader(ReaderBase):
         return Reading(id=str(s.get("Id")), kind=kind, value=s.get("Reading"), units=units,
                        name=s.get("Name") or "", health=health, upper_critical=uc, physical_context=ctx)
 
-    def legacy_readings(self, ch: dict[str, Any]) -> None:
+    def legacy_readings(self, ch: dict[str, Any], kinds: frozenset = frozenset(("temperature", "fan", "power"))
+                        ) -> None:
+        """The legacy ``Thermal``/``Power`` readings of ``kinds`` (those the ``Sensors`` collection lacks)."""
         thermal = ch.get("_legacy_thermal")
-        if thermal is None and link(ch, "Thermal"):
+        if thermal is None and link(ch, "Thermal") and kinds & {"temperature", "fan"}:
             thermal = self.get("readings", ch["Thermal"]["@odata.id"]) or {}
-        for i, t in enumerate((thermal or {}).get("Temperatures") or []):
+        for i, t in enumerate((thermal or {}).get("Temperatures") or [] if "temperature" in kinds else []):
             health = _reading_health(t)
             self.inv.readings.append(Reading(
                 id=str(t.get("MemberId") or t.get("Name") or i), kind="temperature", value=t.get("ReadingCelsius"),
                 units="Cel", name=t.get("Name") or "", health=health,
                 upper_critical=t.get("UpperThresholdCritical"), physical_context=t.get("PhysicalContext")))
-        for i, f in enumerate((thermal or {}).get("Fans") or []):
+        for i, f in enumerate((thermal or {}).get("Fans") or [] if "fan" in kinds else []):
             health = _reading_health(f)
             self.inv.readings.append(Reading(
                 id=str(f.get("MemberId") or f.get("Name") or i), kind="fan", value=f.get("Reading"),
                 units=f.get("ReadingUnits"), name=f.get("Name") or f.get("FanName") or "", health=health,
                 physical_context=f.get("PhysicalContext")))
         power = ch.get("_legacy_power")
+        if "power" not in kinds:
+            return
         if power is None and link(ch, "Power"):
             power = self.get("readings", ch["Power"]["@odata.id"]) or {}
         for i, pc in enumerate((power or {}).get("PowerControl") or []):

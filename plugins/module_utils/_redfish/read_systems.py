@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from .._core.errors import RedfishError
 from .model import Component
-from .read_base import _GPU_WORDS, _links_list, _location, _status, _str, link, normalise_version
+from .read_base import _GPU_WORDS, NOT_A_GPU, _links_list, _location, _status, _str, link, normalise_version
 from .read_logs import LogReader
 from .read_storage import StorageReader
 
@@ -92,6 +92,10 @@ class SystemsReader(StorageReader, LogReader):
         kind = "gpu" if ptype == "GPU" else ("cpu" if ptype in ("CPU", None) else "other")
         if ptype is None and _GPU_WORDS.search(str(p.get("Model") or "")):
             kind = "gpu"
+        if kind == "gpu" and NOT_A_GPU.search(" ".join(str(p.get(k) or "") for k in ("Id", "Name", "Model"))):
+            # a baseboard or NVSwitch typed GPU is never one of the SKU's GPUs
+            kind = "nvswitch" if "nvswitch" in " ".join(str(p.get(k) or "") for k in ("Id", "Name", "Model")).lower() \
+                else "other"
         comp = Component(
             kind=kind, id=str(p.get("Id")), uri=p.get("@odata.id", ""), name=p.get("Name") or "",
             model=_str(p.get("Model")), manufacturer=_str(p.get("Manufacturer")),
@@ -109,6 +113,11 @@ class SystemsReader(StorageReader, LogReader):
             if not mib:
                 mib = (p.get("MemorySummary") or {}).get("TotalMemorySizeMiB")
             comp.memory_gib = round(mib / 1024.0, 2) if mib else None
+            iface = (p.get("SystemInterface") or {}).get("PCIe") if isinstance(p.get("SystemInterface"), dict) else None
+            if isinstance(iface, dict):
+                # Processor.SystemInterface.PCIe (DSP0268 Processor v1_8): the GPU's own link to the host
+                self.apply_pcie(comp, {"PCIeInterface": iface})
+                comp.extra.pop("pcie_device")   # no device: the link state is the processor's own
             dev_uri = _links_list(p, "PCIeDevice")
             if dev_uri:
                 dev = self.pcie_device(dev_uri[0])

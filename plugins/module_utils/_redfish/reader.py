@@ -34,7 +34,7 @@ from typing import Any, Iterable, Optional
 
 from .client import SERVICE_ROOT, RedfishClient
 from .model import NodeInventory
-from .read_base import ALL_SECTIONS, SECTIONS, _str, link
+from .read_base import ALL_SECTIONS, SECTIONS, _links_list, _norm, _str, child_uri, link
 from .read_chassis import ChassisReader
 from .read_firmware import FirmwareReader, normalise_firmware
 from .read_systems import SystemsReader
@@ -70,16 +70,21 @@ class InventoryReader(SystemsReader, ChassisReader, FirmwareReader):
         for s in systems:
             self.read_system(s, gpu_memory)
         chassis = self.members("chassis", root["Chassis"]["@odata.id"]) if link(root, "Chassis") else []
-        for ch in chassis:
+        own, shared = node_chassis(systems, chassis) if self.system_id else (chassis, [])
+        for ch in own:
             self.read_chassis(ch)
+        for ch in shared:
+            self.read_chassis(ch, shared=True)
         if not self.inv.of_kind("gpu"):
-            self.gpus_from_pcie(systems, chassis)
+            self.gpus_from_pcie(systems, own)
         if "managers" in self.sections and link(root, "Managers"):
             for m in self.members("managers", root["Managers"]["@odata.id"]):
                 self.read_manager(m)
         upd = link(root, "UpdateService")
         if upd and self.sections & {"firmware", "firmware_ids", "capabilities"}:
             self.read_update_service(upd)
+        elif not upd:
+            self.inv.capabilities["firmware_inventory"] = None   # no UpdateService: no firmware inventory
         if "readings" in self.sections and link(root, "ThermalEquipment"):
             self.read_thermal_equipment(root["ThermalEquipment"]["@odata.id"])
         self.inv.capabilities["expand_query"] = self.c.expand_param()
@@ -123,13 +128,54 @@ class InventoryReader(SystemsReader, ChassisReader, FirmwareReader):
         self.prefetch([w for w in wanted if w[0]])
 
 
+def node_chassis(systems: list[dict[str, Any]], chassis: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(own, shared)``: the chassis of one node behind a BMC that serves several (DESIGN.md "Per node").
+
+    ``own``: the chassis its system links (``Links.Chassis``) and those they contain (``Links.Contains`` /
+    ``ContainedBy``): the node's parts.  ``shared``: the chassis that contain those (the enclosure: its
+    serial, PSUs and fans serve every node).  Other nodes' chassis are in neither.  A system that links no
+    chassis gives ``(chassis, [])``: nothing tells which parts are its own.
+    """
+    by_uri = {_norm(c.get("@odata.id")): c for c in chassis}
+    own = {_norm(u) for s in systems for u in _links_list(s, "Chassis")} & set(by_uri)
+    if not own:
+        return chassis, []
+    todo = list(own)
+    while todo:   # below: what the node's chassis contain
+        uri = todo.pop()
+        for c in chassis:
+            below = _norm(c.get("@odata.id"))
+            if below not in own and (uri in {_norm(u) for u in _links_list(c, "ContainedBy")}
+                                     or below in {_norm(u) for u in _links_list(by_uri[uri], "Contains")}):
+                own.add(below)
+                todo.append(below)
+    shared: set[Any] = set()
+    todo = list(own)
+    while todo:   # above: the enclosures that hold the node
+        uri = todo.pop()
+        for up in _links_list(by_uri.get(uri), "ContainedBy"):
+            up = _norm(up)
+            if up in by_uri and up not in own | shared:
+                shared.add(up)
+                todo.append(up)
+        for c in chassis:
+            cu = _norm(c.get("@odata.id"))
+            if cu not in own | shared and uri in {_norm(u) for u in _links_list(c, "Contains")}:
+                shared.add(cu)
+                todo.append(cu)
+    return ([c for c in chassis if _norm(c.get("@odata.id")) in own],
+            [c for c in chassis if _norm(c.get("@odata.id")) in shared])
+
+
 def read_inventory(client: RedfishClient, system_id: Optional[str] = None,
                    sections: Iterable[str] = ALL_SECTIONS) -> NodeInventory:
     """Read one BMC into a :class:`NodeInventory`.
 
     ``client``: an opened :class:`RedfishClient`; ``system_id``: read only this
-    ``Systems`` member (default: every system — a DGX exposes the host and the HGX
-    baseboard as two); ``sections``: subset of :data:`SECTIONS` (``firmware_ids``: the
+    ``Systems`` member and the chassis it links (:func:`node_chassis`: one node of a blade
+    chassis whose BMC serves several; default: every system — a DGX exposes the host and
+    the HGX baseboard as two); ``sections``: subset of :data:`SECTIONS` (``firmware_ids``: the
     FirmwareInventory member list without the members' bodies).
     Never raises for a part of the tree: unreadable parts go to ``incomplete`` with the
     reason.  Raises :class:`RedfishError` only when the service root itself cannot be read.
@@ -154,4 +200,4 @@ def reset_request(inv: NodeInventory) -> tuple[str, str]:
     actions = caps.get("power_actions") or []
     reset = "On" if system.get("power_state") == "Off" else next(
         (a for a in RESET_PREFERENCE if a in actions), "ForceRestart")
-    return caps.get("power_target") or system["uri"] + "/Actions/ComputerSystem.Reset", reset
+    return caps.get("power_target") or child_uri(system["uri"], "Actions", "ComputerSystem.Reset"), reset

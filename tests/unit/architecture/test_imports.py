@@ -12,8 +12,6 @@
 import ast
 import pathlib
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MU = ROOT / "plugins" / "module_utils"
 PFX = "ansible_collections.symphony.cluster.plugins.module_utils"

@@ -95,7 +95,7 @@ def test_the_skus_level_and_bandwidth_floor_reach_dcgmi(repo_root, tmp_path):
 
 
 def test_every_nvidia_sku_runs_a_quick_level_before_its_own(repo_root):
-    for name in ("dgx_h100.yml", "hgx_h100_supermicro.yml", "gb200_nvl_tray.yml"):
+    for name in ("dgx_h100.yml", "hgx_h100_supermicro.yml", "gb200_nvl_tray.yml", "blade_h100_2node.yml"):
         plan = [t for t in build_plan(_sku.load_manifest(str(repo_root / "skus" / name))) if t.kind == "dcgm_diag"]
         assert [t.params["level"] for t in plan][0] == 1 and len(plan) == 2, name
         assert plan[0].cost_s < plan[1].cost_s

@@ -13,6 +13,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._burnin.kernel_lo
 from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
 from ansible_collections.symphony.cluster.plugins.module_utils._host import telemetry as T
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.power_csv import parse_query_csv
+from timescale import scaled
 
 
 def _series(power, temp=60.0, mask=0x4, gpus=(0, 1), start=0):
@@ -89,13 +90,13 @@ class _Backend:
 
 
 def test_sampler_runs_on_an_absolute_schedule_and_survives_a_failed_read():
-    sampler = T.Sampler(_Backend(), interval_s=0.05).start()
-    time.sleep(0.6)
+    sampler = T.Sampler(_Backend(), interval_s=scaled(0.05)).start()
+    time.sleep(scaled(0.6))
     samples = sampler.stop()
     assert 8 <= len(samples) <= 14 and len(sampler.errors) == 1 and "GPU_IS_LOST" in sampler.errors[0]
     assert samples[0].throttle == ["sw_power_cap"] and samples[0].power_w == 651.0
     gaps = [b.t_s - a.t_s for a, b in zip(samples, samples[1:])]
-    assert max(gaps) < 0.2
+    assert max(gaps) < scaled(0.2)
     csv_text = T.samples_to_csv(samples)
     assert csv_text.splitlines()[0] == ",".join(T.SAMPLE_FIELDS) and "|" not in csv_text.splitlines()[1]
 
@@ -142,7 +143,7 @@ def test_pulsating_power_test_drives_the_load_as_a_process_group(repo_root, tmp_
     kmsg.write_text("6,1,1000000,-;Linux version 6.1\n")
     store = EvidenceStore(str(tmp_path / "ev"), "n1", "r1")
     ctx = Context(test, "n1", manifest, "production", Executor(), store, "power/power_pulsating/attempt-1",
-                      KernelLog(source="kmsg", kmsg_path=str(kmsg)), time.monotonic() + test.timeout_s)
+                  KernelLog(source="kmsg", kmsg_path=str(kmsg)), time.monotonic() + test.timeout_s)
     outcome = C.check_power_pulsating(ctx)
     assert outcome.status == "pass", outcome.reason
     assert (tmp_path / "ev" / ctx.evidence["load_output"]).read_text().startswith("load -tc 3")

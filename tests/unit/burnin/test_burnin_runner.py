@@ -18,10 +18,11 @@ from ansible_collections.symphony.cluster.plugins.module_utils._core import sku 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import compute_gate, failed, passed
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from timescale import scaled
 
 FAST = {
-    "cpu_stress": {"timeout_s": 30, "params": {"duration_s": 1, "workers": 1}},
-    "memory_stress": {"timeout_s": 30, "params": {"duration_s": 1, "workers": 1, "vm_bytes": "32M"}},
+    "cpu_stress": {"timeout_s": scaled(30), "params": {"duration_s": 1, "workers": 1}},
+    "memory_stress": {"timeout_s": scaled(30), "params": {"duration_s": 1, "workers": 1, "vm_bytes": "32M"}},
     "fio_seq_read": {"params": {"size_mib": 16, "runtime_s": 1}},
     "fio_seq_write": {"params": {"size_mib": 16, "runtime_s": 1}},
     "fio_randread_4k": {"params": {"size_mib": 16, "runtime_s": 1}},
@@ -92,7 +93,7 @@ def test_healthy_lab_node_passes_node_tier_and_gpu_power_not_run(manifest, tmp_p
     raw = json.loads((tmp_path / "ev" / fio.evidence["fio_stdout"]).read_text())
     assert raw["jobs"][0]["job options"]["rw"] == "randread"
     assert fio.evidence["fio_stdout"].startswith("lab1/run-a/node/fio_randread_4k/attempt-1/")
-    assert fio.observed["read"]["iops"] > 500 and fio.observed["read"]["p99_lat_us"] < 200000
+    assert fio.observed["read"]["iops"] > 500 and fio.observed["read"]["p99_lat_us"] < scaled(200000)
     assert json.loads((tmp_path / "ev" / fio.evidence["result"]).read_text())["status"] == "pass"
     assert status["cpu_stress"].observed["bogo_ops_per_s"]["cpu"] > 0
     verdict = compute_gate(P.gate_graph(manifest, "lab", plan), out["results"])
@@ -154,13 +155,13 @@ def test_flaky_test_is_retried_once_and_both_attempts_kept(manifest, tmp_path):
 
 def test_per_test_timeout_kills_the_tool_and_fails(manifest, tmp_path):
     plan = P.build_plan(manifest, "lab", only=["cpu_stress"],
-                        overrides={"cpu_stress": {"timeout_s": 1.5, "params": {"duration_s": 30, "workers": 1}}})
+                        overrides={"cpu_stress": {"timeout_s": 1.5, "params": {"duration_s": int(scaled(30)), "workers": 1}}})
     store = EvidenceStore(str(tmp_path), "n1", "r1")
     out = B.run_burnin("n1", manifest, plan, "r1", store, profile="lab",
                        kernel_log=FileKernelLog(_kmsg_file(tmp_path)))
     res = out["results"][0]
     assert res.status == "fail" and "stress-ng timed out after" in res.reason and "timeout_s 1.5s" in res.reason
-    assert res.finished - res.started < 10
+    assert res.finished - res.started < scaled(10)
     assert json.loads((tmp_path / res.evidence["stress-ng_command"]).read_text())["timed_out"] is True
 
 

@@ -11,6 +11,7 @@ from ansible_collections.symphony.cluster.plugins.inventory import twin as twin_
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
 from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
+from timescale import scaled
 
 NAME = "symphony.cluster.twin"
 
@@ -245,7 +246,7 @@ def test_ansible_inventory_graph_on_the_demo(repo_root, tmp_path):
                SYMPHONY_LEDGER=str(tmp_path / "ledger.sqlite"))
     out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i",
                           "inventories/demo/demo.twin.yml", "--list"], cwd=repo_root, env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+                         capture_output=True, text=True, timeout=scaled(120), check=False)
     assert out.returncode == 0, out.stderr
     listing = json.loads(out.stdout)
     # a spare the demo promoted (when build/demo has run) is in promoted_spares instead

@@ -114,3 +114,17 @@ def test_malformed_mac_and_schema_paths(doc):
 def test_two_nodes_in_one_u(doc):
     doc["sites"][0]["racks"][0]["nodes"][1]["u"] = 2
     assert _error(doc) == "site.twin.yml: $.sites[0].racks[0].nodes[1] (n2): U2 already holds n1"
+
+
+def test_nodes_behind_one_bmc_share_its_u_serial_and_address(doc):
+    # a blade chassis (issue 15): two nodes, one BMC, one chassis serial; each names its Systems member
+    rack = doc["sites"][0]["racks"][0]
+    rack["nodes"] = [_node("b0", 5, "ENC1", "3c:ec:ef:11:05:01", bmc_system_id="Node0"),
+                     _node("b1", 5, "ENC1", "3c:ec:ef:11:05:01", bmc_system_id="Node1")]
+    twin = _twin.validate_twin(doc, "t.twin.yml", known_skus=SKUS)
+    assert [twin.nodes[h]["bmc_system_id"] for h in ("b0", "b1")] == ["Node0", "Node1"]
+    assert twin.nodes["b0"]["bmc_address"] == twin.nodes["b1"]["bmc_address"] == "10.10.1.15"
+    rack["nodes"][1]["bmc_system_id"] = "Node0"   # the same system twice is two nodes on one: refused
+    assert _error(doc) == "site.twin.yml: $.sites[0].racks[0].nodes[1] (b1): U5 already holds b0"
+    del rack["nodes"][1]["bmc_system_id"]
+    assert _error(doc) == "site.twin.yml: $.sites[0].racks[0].nodes[1] (b1): U5 already holds b0"

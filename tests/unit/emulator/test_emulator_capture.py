@@ -64,3 +64,14 @@ def test_read_only_and_confined(mockups):
     assert bmc.handle("GET", "/redfish/v1/NoSuchThing").status == 404
     login = bmc.handle("POST", "/redfish/v1/SessionService/Sessions", body=b'{"UserName": "a", "Password": "b"}')
     assert login.status == 201 and login.headers["X-Auth-Token"]
+
+
+@pytest.mark.parametrize("url", ["/redfish/v1/chassis/1/pciedevices/GPU1", "/redfish/v1/Chassis/1/PCIeDevices/GPU1/",
+                                 "/REDFISH/V1/CHASSIS/1/PCIEDEVICES/gpu1//"])
+def test_paths_in_any_case_and_with_trailing_slashes(mockups, url):
+    # real BMCs answer a link whatever its case and trailing slash (issue 15): a test tree must too
+    bmc = CaptureBMC(mockups / "libredfish-supermicro")
+    reply = bmc.handle("GET", url)
+    assert reply.status == 200, url
+    assert reply.body == (mockups / "libredfish-supermicro/redfish/v1/Chassis/1/PCIeDevices/GPU1/index.json").read_bytes()
+    assert bmc.handle("GET", "/redfish/v1/chassis/1/NoSuchThing").status == 404

@@ -10,6 +10,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._core.errors impo
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.ib_write_bw import (
     MBS_TO_GBITS, parse_ib_write_bw)
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.iperf3 import parse_iperf3_json
+from timescale import scaled
 
 
 def test_ib_write_bw_interleaved_loopback(tool_outputs):
@@ -41,10 +42,10 @@ def iperf3_pair():
         pytest.skip("iperf3 is not installed")
     port = "5391"
     srv = subprocess.Popen(["iperf3", "-s", "-1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    time.sleep(scaled(0.3))
     out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-n", "20M", "-J", "--bidir"],
-                         capture_output=True, text=True, timeout=30, check=False).stdout
-    srv.wait(timeout=10)
+                         capture_output=True, text=True, timeout=scaled(30), check=False).stdout
+    srv.wait(timeout=scaled(10))
     return out
 
 
@@ -59,7 +60,7 @@ def test_iperf3_refused_connection_is_an_error_not_a_number():
     if shutil.which("iperf3") is None:
         pytest.skip("iperf3 is not installed")
     out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", "5392", "-t", "1", "-J"],
-                         capture_output=True, text=True, timeout=30, check=False).stdout
+                         capture_output=True, text=True, timeout=scaled(30), check=False).stdout
     p = parse_iperf3_json(out)
     assert p["gbps"] is None and "unable to connect" in p["error"]
     with pytest.raises(ParseError):

@@ -11,6 +11,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fabric import tr
 from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as H
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from timescale import scaled
 
 
 def test_ssh_launcher_argv():
@@ -42,7 +43,7 @@ def test_unknown_names():
 
 
 def test_missing_tool_is_an_error_test():
-    transport = T.make_transport("iperf3", H.LocalLauncher(), binary="iperf3-not-installed", timeout_s=5)
+    transport = T.make_transport("iperf3", H.LocalLauncher(), binary="iperf3-not-installed", timeout_s=scaled(5))
     test = transport.measure("a", "b")
     assert test.status == F.ERROR and "not found" in test.reason
 
@@ -50,7 +51,7 @@ def test_missing_tool_is_an_error_test():
 @pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed")
 def test_iperf3_transport_loopback_and_fabric_test_records(ledger_path):
     transport = T.make_transport("iperf3", H.LocalLauncher(), {"a": "127.0.0.1", "b": "127.0.0.1"},
-                                 duration_s=1, port=5401, timeout_s=20)
+                                 duration_s=1, port=5401, timeout_s=scaled(20))
     test = transport.measure("a", "b", slot=0)
     assert test.status == F.OK and test.unit == "Gb/s" and test.value > 0.1
     assert test.evidence["forward_gbps"] > 0 and test.evidence["reverse_gbps"] > 0

@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError, ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.gpu_tunings import (
     missing_cmdline, plan, query_gpus, run_tunings)
+from timescale import scaled
 
 FAKE = textwrap.dedent('''\
     #!{python}
@@ -226,7 +227,7 @@ def test_module_check_apply_check_apply_with_diff(fake_smi, tmp_path, repo_root)
     playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     proc = subprocess.run([playbook, "-i", "localhost,", "-c", "local",
                            "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+                          env=env, capture_output=True, text=True, timeout=scaled(300), check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     res = json.loads(out.read_text())
     assert res["check1"]["changed"] and res["check1"]["status"] == "not_run"

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import mfu as _mfu
 from ansible_collections.symphony.cluster.plugins.module_utils._validation import recipes as _recipes
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ParseError
+from timescale import scaled
 
 # Lines as torchtitan's MetricsProcessor.log prints them (colours included), and its start-up lines.
 TITAN = "\n".join([
@@ -79,7 +80,7 @@ def test_real_smoke_workload_output(repo_root):
     script = pathlib.Path(repo_root) / "roles" / "cluster_validation" / "files" / "smoke_train.py"
     proc = subprocess.run([sys.executable, str(script), "--steps", "3", "--warmup", "1", "--gemm-size", "256",
                            "--layers", "1", "--dim", "64", "--seq", "32"],
-                          capture_output=True, text=True, timeout=120, check=True)
+                          capture_output=True, text=True, timeout=scaled(120), check=True)
     parsed = _recipes.parse_torchtitan(proc.stdout, "smoke")
     assert [s["step"] for s in parsed["steps"]] == [1, 2, 3]
     summary = parsed["summary"]

@@ -208,7 +208,6 @@ def check_fio(ctx: TestContext) -> Outcome:
     return passed(observed=observed, expected=expected or "fio completes without error", reason=words)
 
 
-
 # infiniband-diags ibstat.c IBPANIC text, printed as "ibpanic: [pid] main: stat of IB device 'mlx5_8' failed: ..."
 _IBSTAT_UNREAD = re.compile(r"stat of IB device '([^']+)' failed")
 

@@ -120,7 +120,6 @@ def check_memory_size(ctx: TestContext) -> Outcome:
                   reason="MemTotal %.1f GiB %s" % (observed, exp_words))
 
 
-
 def check_edac(ctx: TestContext) -> Outcome:
     """EDAC memory-controller error counters (``/sys/devices/system/edac/mc/mc*/{ce,ue}_count``).
 
@@ -135,7 +134,7 @@ def check_edac(ctx: TestContext) -> Outcome:
         if not mc.startswith("mc"):
             continue
         entry: dict[str, Any] = {"ce": number(read_sysfs(os.path.join(root, mc, "ce_count"))),
-                 "ue": number(read_sysfs(os.path.join(root, mc, "ue_count"))), "dimms": {}}
+                                 "ue": number(read_sysfs(os.path.join(root, mc, "ue_count"))), "dimms": {}}
         for dimm in sorted(os.listdir(os.path.join(root, mc))):
             if dimm.startswith(("dimm", "rank")):
                 d = os.path.join(root, mc, dimm)
@@ -159,7 +158,6 @@ def check_edac(ctx: TestContext) -> Outcome:
                       observed=controllers, expected=expected)
     return passed(observed=controllers, expected=expected,
                   reason="%d memory controller(s), no error above threshold" % len(controllers))
-
 
 
 def check_kernel_log(ctx: TestContext) -> Outcome:

@@ -61,12 +61,12 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
         temps = [s.temp_c for s in samples if s.gpu == gpu and s.temp_c is not None]
         throttled = [s for s in mine if set(s.throttle) & set(telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE)]
         entry: dict[str, Any] = {"samples": len(mine), "judged": len(powers),
-                 "mean_power_w": round(sum(powers) / len(powers), 1) if powers else None,
-                 "min_power_w": min(powers) if powers else None, "max_power_w": max(powers) if powers else None,
-                 "max_temp_c": max(temps) if temps else None,
-                 "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
-                 "throttle_reasons": sorted({r for s in throttled for r in s.throttle
-                                             if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
+                                 "mean_power_w": round(sum(powers) / len(powers), 1) if powers else None,
+                                 "min_power_w": min(powers) if powers else None, "max_power_w": max(powers) if powers else None,
+                                 "max_temp_c": max(temps) if temps else None,
+                                 "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
+                                 "throttle_reasons": sorted({r for s in throttled for r in s.throttle
+                                                             if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
         brake, edges = False, 0
         for sample in mine:
             now = "hw_power_brake_slowdown" in sample.throttle

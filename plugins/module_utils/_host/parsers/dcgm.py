@@ -102,8 +102,8 @@ def _parse_result(result: Any, test_name: str) -> dict[str, Any]:
     if "status" not in result:
         raise parse_error(TOOL, "%sresult has no status" % where)
     out: dict[str, Any] = {"status": normalise_status(result["status"], where),
-           "warnings": _messages(result.get("warnings"), "warning"),
-           "info": [m["message"] for m in _messages(result.get("info"), "info")]}
+                           "warnings": _messages(result.get("warnings"), "warning"),
+                           "info": [m["message"] for m in _messages(result.get("info"), "info")]}
     if "entity_id" in result or "entity_group" in result:
         out["entity_group"] = result.get("entity_group")
         out["entity_id"] = result.get("entity_id")

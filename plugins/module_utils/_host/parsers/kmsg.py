@@ -77,7 +77,7 @@ def parse_kernel_log(text: str) -> list[dict[str, Any]]:
         if line.startswith(" ") and records and records[-1].get("form") == "kmsg":
             continue  # kmsg dictionary property line (" SUBSYSTEM=pci")
         rec: dict[str, Any] = {"seq": index, "level": None, "ts_s": None, "time": None, "host": None, "message": line.strip(),
-               "form": None}
+                               "form": None}
         match = _KMSG.match(line)
         if match:
             prio = int(match.group(1))
