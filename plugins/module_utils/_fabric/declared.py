@@ -62,6 +62,14 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
             "unmeasured": {k: UNMEASURED[k] for k in UNMEASURED if thresholds.get(k) is not None}}
 
 
+def effective_floor(options: dict[str, Any], module_floor: float | None) -> float | None:
+    """The floor a run judges on: the SKU's (``options`` from :func:`test_options`), unless the profile replaced the
+    kind's tool and the module was given one (the lab's calibrated iperf3 floor); without ``options``, the module's."""
+    if not options or (options["replaced"] and module_floor is not None):
+        return module_floor
+    return options["floor"]
+
+
 def hold_unmeasured(interfaces: dict[str, dict[str, Any]], unmeasured: dict[str, str]) -> None:
     """A node that passed while a declared threshold went unmeasured is ``not_run`` saying which (in place)."""
     if not unmeasured:

@@ -17,7 +17,7 @@ from .._core.gate import CheckResult, new_run_id
 from .._core.ledger import open_ledger
 from .._core.twin import load_twin
 from .._host.launchers import launcher_from_params
-from .declared import hold_unmeasured, run_single_node, test_options
+from .declared import effective_floor, hold_unmeasured, run_single_node, test_options
 from .localise import CHECK_INTERFACE, EVENT_LINK, link_events, node_outcomes
 from .pairs import PairPathFabric
 from .schedules import check_nodes, random_matching, round_robin, run_schedule, tri_ring
@@ -152,9 +152,7 @@ def fabric_test_module(params, check_mode=False):
         value = declared.get(key or name)
         return params.get(name) if value is None else value
 
-    # the module's floor judges a test only where the profile replaced its tool (a lab floor, calibrated)
-    floor = params.get("floor") if not declared or (declared["replaced"] and params.get("floor") is not None) \
-        else declared["floor"]
+    floor = effective_floor(declared, params.get("floor"))
     cabling = _cabling(params, nodes)
     launcher = launcher_from_params(params)
     transport = make_transport(

@@ -48,6 +48,16 @@ def test_a_replaced_tool_is_not_judged_against_the_declared_tools_floor():
     assert FD.test_options(test)["floor"] is None  # relative to the peers
 
 
+def test_the_module_floor_sets_only_a_replaced_tools_floor(repo_root):
+    """The demo's calibrated lab floor (burn_in_fabric_floor) judges the lab's iperf3, never the SKU's ib_write_bw."""
+    sku = FD.test_options(_fabric_tests(repo_root)["fabric_pairwise"])
+    assert FD.effective_floor(sku, 0.3) == 720
+    lab = FD.test_options({"name": "fabric_pairwise", "kind": "ib_write_bw_pairwise",
+                           "params": {"transport": "iperf3", "floor": 0.5}, "thresholds": {"min_bidir_gbps": 720}})
+    assert FD.effective_floor(lab, 0.3) == 0.3 and FD.effective_floor(lab, None) == 0.5
+    assert FD.effective_floor({}, 0.3) == 0.3
+
+
 def test_ib_write_bw_bidirectional_adds_b():
     seen = []
 
