@@ -144,7 +144,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     if pulse and not (0 < duty < 1 and period >= 2):
         raise ManifestError("power_pulsating needs params.period_s ≥ 2 and 0 < params.duty_cycle < 1",
                             where=where_in_sku(ctx))
-    backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", ("nvml", "nvidia-smi", "rocm-smi"))))
+    backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", telemetry.PREFERENCE)))
     argv, tool = _load_command(ctx, duration)
     xid_note = ""
     try:
