@@ -88,7 +88,8 @@ def judge_single_node(text: str, rc: int, floor: float | None, expected_ranks: i
     nccl-tests rules (doc/PERFORMANCE.md: busbw at one rank is 0 by definition): the rank count from the
     ``# Rank n ... device`` ("Using devices") lines decides whether the run can be judged -- one rank, or
     fewer than ``expected_ranks``, is an invalid configuration (``not_run``), never a pass nor a 0 GB/s fail.
-    ``Test ... failure`` lines, a non-zero exit, ``#wrong``/out-of-bounds values fail quoting them; so does a
+    ``Test ... failure`` lines, a non-zero exit after the run started, ``#wrong``/out-of-bounds values fail quoting
+    them (a non-zero exit with no nccl-tests output at all is ``not_run``: the launcher did not reach it); so does a
     run with no busbw at ``size`` (bytes; default its largest size).  Passes only with ``floor`` (GB/s) met;
     without a floor it is ``not_run``.  Returns ``{status, reason, remediation, observed}``.
     """
@@ -96,6 +97,10 @@ def judge_single_node(text: str, rc: int, floor: float | None, expected_ranks: i
     if failures:
         return {"status": "fail", "reason": "nccl-tests reported: %s" % " | ".join(failures)[:400],
                 "remediation": "read the raw output; reset the GPUs or NICs named and rerun", "observed": None}
+    if rc not in (0, None) and "nThread" not in text:
+        # nothing of nccl-tests ran (ssh exits 255 for its own errors): no evidence about the node
+        return {"status": "not_run", "reason": "no nccl-tests output (exit %s): %s" % (rc, tail(text, 300)),
+                "remediation": "check that the node is reachable through the launcher and rerun", "observed": None}
     if rc not in (0, None):
         return {"status": "fail", "reason": "exited %s: %s" % (rc, tail(text, 300)),
                 "remediation": "read the raw output kept as evidence", "observed": None}

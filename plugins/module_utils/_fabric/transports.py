@@ -191,9 +191,12 @@ class NcclPairTransport(PairTransport):
         self.name = tool
 
     def measure(self, a, b, slot=0):
-        argv = self.launcher.group([a, b], self.gpus_per_node,
-                                   [self.binary, "-b", str(self.size), "-e", str(self.size), "-g", "1", "-c", "1"],
-                                   self.env)
+        try:
+            argv = self.launcher.group([a, b], self.gpus_per_node,
+                                       [self.binary, "-b", str(self.size), "-e", str(self.size), "-g", "1", "-c", "1"],
+                                       self.env)
+        except ValidationError as exc:  # a launcher that cannot start a multi-node job (ssh): no measurement
+            return self.error(a, b, exc.message)
         rc, out, err = run_command(argv, self.timeout_s)
         if missing_tool(rc, err, self.binary) or missing_tool(rc, err, argv[0]):
             return self.error(a, b, "%s not found (%s)" % (self.binary, tail(err, 200)))

@@ -104,6 +104,13 @@ def test_single_node_test_failure_lines_fail_quoting_them():
     assert verdict["status"] == "fail" and "common.cu:954" in verdict["reason"]
 
 
+def test_single_node_unreachable_is_not_run_not_a_node_fail():
+    verdict = FD.judge_single_node("ssh: connect to host lab9 port 22: No route to host\n", 255, 430, 8)
+    assert verdict["status"] == "not_run" and "No route to host" in verdict["reason"]
+    started = "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+    assert FD.judge_single_node(started + "Segmentation fault\n", 139, 430, 8)["status"] == "fail"
+
+
 def test_fabric_test_module_runs_a_single_node_test_per_node(tool_outputs, ledger_path, monkeypatch):
     """nodes: 1 runs on each node alone; the rows carry the test's name; an absent tool is not_run."""
     fixture = str(tool_outputs / NCCL_8X)
@@ -133,3 +140,14 @@ def test_fabric_test_module_pairwise_needs_two_nodes(ledger_path):
     out = R.fabric_test_module({"nodes": ["n1"], "launcher": "local", "test": test, "ledger": ledger_path},
                                check_mode=False)
     assert out["interfaces"]["n1"]["status"] == "not_run" and "at least two" in out["interfaces"]["n1"]["reason"]
+
+
+def test_multi_node_nccl_over_ssh_is_not_run_with_the_launchers_reason(ledger_path):
+    """The lab launches over SSH, which cannot start a multi-node job: nccl_multi_node is not_run, saying so."""
+    test = {"name": "nccl_multi_node", "kind": "nccl_all_reduce", "params": {"nodes": 2, "max_bytes": 1024},
+            "thresholds": {"min_busbw_gbps": 333}}
+    out = R.fabric_test_module({"nodes": ["n1", "n2"], "launcher": "ssh", "test": test, "ledger": ledger_path,
+                                "schedule": "round_robin"}, check_mode=False)
+    for node in ("n1", "n2"):
+        assert out["interfaces"][node]["status"] == "not_run"
+        assert "use srun or mpirun" in out["interfaces"][node]["reason"]
