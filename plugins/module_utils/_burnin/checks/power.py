@@ -29,7 +29,8 @@ from .common import gpu_expectation, where_in_sku
 def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: float, max_fraction: float,
                    max_throttle_pct: float, max_temp_c: float, warmup_s: float = 0.0,
                    on_windows: list[tuple[float, float]] | None = None, expected_gpus: int | None = None,
-                   max_power_brake_events: float | None = None) -> tuple[bool, list[str], dict[str, dict]]:
+                   max_power_brake_events: float | None = None,
+                   max_hw_thermal_events: float | None = None) -> tuple[bool, list[str], dict[str, dict]]:
     """Judge power telemetry (1 Hz samples) against the SKU.
 
     ``samples``: :class:`telemetry.Sample` list; ``tdp_w`` (W); the mean power of each GPU over the
@@ -40,7 +41,9 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     ``max_temp_c``: every sample below it.  The load window starts after ``warmup_s``; with
     ``on_windows`` (pulsating load, ``[(start_s, end_s)]``) power is judged on on-phase samples
     only (skipping each phase's first second of ramp).  ``max_power_brake_events``: rising edges of
-    ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged).
+    ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged);
+    ``max_hw_thermal_events`` likewise for ``hw_thermal_slowdown`` (the GPU's hardware thermal protection).
+    ``per_gpu`` also records the SM clock under load (min/mean MHz) and the throttle reasons seen.
     Returns ``(ok, problems, per_gpu)``.
     """
     problems: list[str] = []
@@ -67,15 +70,18 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
                                  "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
                                  "throttle_reasons": sorted({r for s in throttled for r in s.throttle
                                                              if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
-        brake, edges = False, 0
-        for sample in mine:
-            now = "hw_power_brake_slowdown" in sample.throttle
-            edges += 1 if now and not brake else 0
-            brake = now
-        entry["power_brake_events"] = edges
+        clocks = [s.sm_clock_mhz for s in judged if s.sm_clock_mhz is not None]
+        entry["min_sm_clock_mhz"] = min(clocks) if clocks else None
+        entry["mean_sm_clock_mhz"] = round(sum(clocks) / len(clocks), 1) if clocks else None
+        for reason, key, limit, words in (("hw_power_brake_slowdown", "power_brake_events", max_power_brake_events,
+                                           "power-brake"),
+                                          ("hw_thermal_slowdown", "hw_thermal_events", max_hw_thermal_events,
+                                           "hardware thermal slowdown")):
+            edges = _rising_edges(mine, reason)
+            entry[key] = edges
+            if limit is not None and edges > limit:
+                problems.append("GPU %d %d %s event(s) > %g" % (gpu, edges, words, limit))
         per_gpu[str(gpu)] = entry
-        if max_power_brake_events is not None and edges > max_power_brake_events:
-            problems.append("GPU %d %d power-brake event(s) > %g" % (gpu, edges, max_power_brake_events))
         if not powers:
             problems.append("GPU %d: no power reading in the load window" % gpu)
         elif not low <= entry["mean_power_w"] <= high:
@@ -102,6 +108,16 @@ TORCH_LOAD = (
     "    torch.cuda.synchronize()\n")
 
 
+def _rising_edges(samples: list[telemetry.Sample], reason: str) -> int:
+    """How many times ``reason`` turned on in ``samples`` (one GPU, in time order)."""
+    edges, was = 0, False
+    for sample in samples:
+        now = reason in sample.throttle
+        edges += 1 if now and not was else 0
+        was = now
+    return edges
+
+
 def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str]:
     load = ctx.params.get("load", "auto")
     if load in ("auto", "gpu_burn"):
@@ -125,6 +141,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     thresholds: ``target_w`` (default ``bom.gpus.tdp_w``), ``min_fraction_of_tdp`` (0.9),
     ``max_fraction_of_tdp`` (1.05), ``max_throttle_pct`` (5), ``max_temp_c`` (default
     ``bom.gpus.max_operating_temp_c``, else 87), ``max_xid`` (0), ``max_power_brake_events`` (pulsating: 0).
+    ``max_hw_thermal_events`` (0: the GPU's hardware thermal protection must not engage under load).
     ``max_sel_critical`` is judged on the controller from the BMC SEL, not here.
     params: ``duration_s`` (300), ``warmup_s`` (10), ``sample_interval_s`` (1), ``period_s`` (10),
     ``duty_cycle`` (0.5), ``ramp_s`` (0) and ``ramp_step_s`` (0.1), ``max_edge_error_ms`` (50), ``load``
@@ -138,6 +155,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     low, high = float(ctx.threshold("min_fraction_of_tdp", 0.9)), float(ctx.threshold("max_fraction_of_tdp", 1.05))
     max_throttle, max_xid = float(ctx.threshold("max_throttle_pct", 5)), float(ctx.threshold("max_xid", 0))
     brakes = ctx.threshold("max_power_brake_events", 0 if pulse else None)
+    hw_thermal = ctx.threshold("max_hw_thermal_events", 0)
     duration = float(ctx.params.get("duration_s", 300))
     warmup = float(ctx.params.get("warmup_s", 10))
     period, duty = float(ctx.params.get("period_s", 10)), float(ctx.params.get("duty_cycle", 0.5))
@@ -186,7 +204,8 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
                        "declares was not applied" % (wave.max_edge_error_ms, edge_limit))
     ok, problems, per_gpu = evaluate_power(samples, float(tdp), low, high, max_throttle, float(max_temp), warmup,
                                            [(a, b) for a, b in windows] if pulse else None, count,
-                                           None if brakes is None else float(brakes))
+                                           None if brakes is None else float(brakes),
+                                           None if hw_thermal is None else float(hw_thermal))
     xids = []
     if marker is not None:
         _text, records = ctx.kernel_log.since(marker)
