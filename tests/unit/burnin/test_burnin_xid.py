@@ -59,3 +59,22 @@ def test_one_record_journal_form_keeps_the_address():
             "responding to commands.")
     (event,) = _xid.parse_xid_events(line)
     assert event["xid"] == 79 and event["pci"] == "0000:05:00"
+
+
+def test_follow_on_xid_is_linked_to_its_cause_not_counted_again():
+    """A fatal NVLink Xid 149, the Xid 45 channel cleanup the driver tags " caused by previous Xid 149"
+    (open-gpu-kernel-modules appends that text; the sequence 149 -> 45 -> 154 as a public GB200 fault report
+    records it), and the Xid 154 recovery line (wording from leptonai/gpud's test lines)."""
+    text = "\n".join([
+        "[171168.1] NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x016415c6 0x00000000)",
+        "[171168.4] NVRM: Xid (PCI:0018:01:00): 45, pid=5151, name=python3, Ch 00000008 caused by previous Xid 149",
+        "[171168.4] NVRM: Xid (PCI:0018:01:00): 45, pid=5151, name=python3, Ch 00000009 caused by previous Xid 149",
+        "[171168.5] NVRM: Xid (PCI:0018:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 "
+        "(GPU Reset Required)",
+    ])
+    findings = _findings(text)["xids"]
+    assert [(f["xid"], f["count"]) for f in findings] == [(149, 1), (154, 1)]
+    assert findings[0]["follow_ons"] == {45: 2} and findings[0]["severity"] == "fail"
+    # the cause outside the window: the follow-on stands alone and says what caused it
+    (alone,) = _findings(text.splitlines()[1])["xids"]
+    assert alone["xid"] == 45 and alone["caused_by"] == 149 and alone["severity"] == "info"

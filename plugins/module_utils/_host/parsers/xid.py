@@ -17,6 +17,11 @@ drivers print ``<unit> Nonfatal|Fatal XC0 i0 Link NN (...)`` (e.g. ``NVRM: Xid (
 Nonfatal XC0 i0 Link 02``, NVIDIA/TensorRT-LLM issue 4816; leptonai/gpud's NVLink XID tests map Nonfatal to a
 warning and Fatal to fatal), so a Nonfatal one is ``warn``, a Fatal one ``fail``.
 
+A follow-on XID says so: the driver appends `` caused by previous Xid %d`` to it (open-gpu-kernel-modules,
+the Xid print with ``preemptiveRemovalPreviousXid``; typically Xid 45 channel cleanup after an NVLink Xid 149,
+``Xid 45 ... "caused by previous Xid 149"`` in public GB200 fault reports).  It is linked to the finding of its
+cause on the same GPU (``follow_ons``), not counted again.
+
 A GPU lost from the bus is also reported without an Xid line: the driver (NVIDIA open-gpu-kernel-modules,
 ``nv.c``) prints ``NVRM: The NVIDIA GPU %04x:%02x:%02x.%x`` / ``NVRM: (PCI ID: ...) installed in this system
 has`` / ``NVRM: fallen off the bus and is not responding to commands.`` as three kernel log records (or one,
@@ -37,6 +42,7 @@ _PID = re.compile(r"^pid=('?<?[\w-]+>?'?),\s*(?:name=([^,]*),\s*)?(.*)$")
 _DRIVER_SEVERITY = re.compile(r"\b(Nonfatal|Non-fatal|Fatal)\b")
 _GPU_ADDRESS = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?")
 _FALLEN = "fallen off the bus and is not responding"
+_CAUSED_BY = re.compile(r"caused by previous Xid (\d+)", re.I)
 XID_FALLEN_OFF_BUS = 79
 
 # xid: (severity, action, description)
@@ -158,20 +164,30 @@ def deduplicate(events: list[dict[str, Any]], gpu_by_pci: dict | None = None) ->
     ``gpu_by_pci``: optional ``{pci_bus_id: gpu index/serial}`` from nvidia-smi (bus ids are
     compared on their ``bus:device`` part, lower case).  Returns findings sorted by first
     appearance: ``[{xid, pci, gpu, count, first, last, pids, processes, detail, severity, action,
-    description, remediation}]``.
+    description, remediation, follow_ons: {xid: count}, caused_by}]``; a follow-on XID whose cause is among the
+    findings is counted in the cause's ``follow_ons`` only (``caused_by`` names a cause outside the window).
     """
     gpu_map: dict[str, Any] = {}
     for bus_id, gpu in (gpu_by_pci or {}).items():
         gpu_map[_short_bdf(bus_id)] = gpu
     findings: dict[tuple[int, str, str | None], dict[str, Any]] = {}
     for event in events:
+        cause = _CAUSED_BY.search(event["detail"])
+        if cause:
+            # the finding of the cause on this GPU (the first seen), when the window holds it
+            parent = next((f for (xid, pci, _sev), f in findings.items()
+                           if xid == int(cause.group(1)) and pci == event["pci"]), None)
+            if parent is not None:
+                parent["follow_ons"][event["xid"]] = parent["follow_ons"].get(event["xid"], 0) + 1
+                continue
         # a Fatal and a Nonfatal report of one XID on one GPU are two findings
         key = (event["xid"], event["pci"], driver_severity(event["detail"]))
         finding = findings.get(key)
         if finding is None:
             finding = dict(classify(event["xid"], event["detail"]), pci=event["pci"], gpu=gpu_map.get(_short_bdf(event["pci"])),
                            count=0, first=event["time"], last=event["time"], pids=[], processes=[],
-                           detail=event["detail"])
+                           detail=event["detail"], follow_ons={},
+                           caused_by=int(cause.group(1)) if cause else None)
             findings[key] = finding
         finding["count"] += 1
         finding["last"] = event["time"]
