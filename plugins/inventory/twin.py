@@ -20,7 +20,9 @@ description:
     C(ansible_host). C(symphony_profile) and the defaults for nodes without a gate (C(symphony_stage=racked),
     C(symphony_gate=null)) are variables of the C(all) group, and so are C(symphony_ledger) (where every stage
     records, the ledger this source read; see the role symphony.cluster.common) and C(symphony_inventory_ledger)
-    (that same location, to compare against); the SKU manifest is the variable
+    (that same location, to compare against), and C(symphony_sku_dir), the directory the SKU manifests were
+    loaded from, the one every stage reads (a role variable naming another directory stops the play); the SKU
+    manifest is the variable
     C(symphony_expected) of its C(sku_<name>) group, so every host sees it while it is stored once.
   - "Groups C(site_<site>), C(rack_<rack>), C(sku_<sku>), C(spares), C(promoted_spares) (twin spares that
     cluster_validation promoted into service, with C(symphony_promoted_for) naming the node each replaced; they
@@ -48,6 +50,7 @@ options:
     description:
       - Directory of SKU manifests (C(*.yml)), relative to the inventory source's directory.
       - When omitted, the twin's C(sku_dir) (relative to the twin file), else the collection's C(skus/).
+      - The resolved directory is the C(all) group's C(symphony_sku_dir), which every stage role reads.
     type: str
   ledger:
     description:
@@ -177,9 +180,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         raw = getattr(self.inventory, "__wrapped__", self.inventory)
         # symphony_ledger: where the stages record (overridable, and then refused by the common role unless it
         # still names this ledger); symphony_inventory_ledger: what this parse read, to compare against.
+        # symphony_sku_dir: the one directory every stage reads SKU manifests from (the common role refuses a
+        # role variable naming another).
         defaults = {"symphony_profile": self.get_option("profile"), "symphony_stage": "racked",
                     "symphony_gate": None, "symphony_gate_reason": "", "symphony_passed": [],
-                    "symphony_ledger": ledger, "symphony_inventory_ledger": ledger}
+                    "symphony_ledger": ledger, "symphony_inventory_ledger": ledger,
+                    "symphony_sku_dir": records["sku_dir"]}
         for key, value in defaults.items():
             raw.set_variable("all", key, value)
         # always present, even empty (every spare promoted), so groups['spares'] in a template never breaks

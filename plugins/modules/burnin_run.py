@@ -122,9 +122,9 @@ optional:
   elements: str
 declared:
   description:
-    - Every check of the SKU's burn-in gate for this profile (all tiers' tests and the tier XID scans), whatever
-      O(tiers)/O(tests) restrict this run to. Give it to M(symphony.cluster.gate_record)'s C(declared), so the
-      gate is built from the declaration and a check missing from this run's results is judged, not dropped.
+    - Every check the SKU declares for burn-in in this profile (all its tests and the per-tier XID scans), whether
+      this run ran it or not. Give it to M(symphony.cluster.gate_record) as O(symphony.cluster.gate_record#module:declared)
+      so a run of some tests (O(tests), O(tiers)) gates on the latest result of every declared check.
   returned: always
   type: list
   elements: str

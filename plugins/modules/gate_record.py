@@ -12,8 +12,9 @@ description:
   - Takes the check results of one node at one stage, each with the checks it depends on, derives C(blocked)
     from that dependency graph (a check is C(blocked) exactly when a dependency did not pass), computes the
     stage gate and appends the results and the gate to the ledger.
-  - A gate passes only when every required check passes. Precedence of a closed gate is C(fail), then
-    C(blocked), then C(not_run) (a required check that did not run keeps the gate closed).
+  - A gate passes only when the latest result of every required check passes, whichever run wrote it (see
+    O(declared)). Precedence of a closed gate is C(fail), then C(blocked), then C(not_run) (a required check
+    that did not run keeps the gate closed).
   - Waivers already in the ledger for this node and stage, and those given in O(waive), open the gate for the
     checks they name; a waiver is a new ledger row saying who waived what and why, never an edit.
   - The ledger is append-only, so every real run appends rows and reports C(changed).
@@ -86,7 +87,18 @@ options:
   optional:
     description:
       - Checks this gate does not require, typically the SKU's C(gates.<profile>.<stage>.optional).
-      - Names not among O(checks) are ignored.
+      - Names of no check are ignored.
+    type: list
+    elements: str
+    default: []
+  declared:
+    description:
+      - Every check the stage declares for this node's SKU and profile (for burn-in, the C(declared) that
+        M(symphony.cluster.burnin_run) returns), whether this run carried it or not.
+      - The gate reads the latest result of every required check, whichever run wrote it; the checks are those
+        of O(checks), O(declared) and the ledger's current results for the node and stage. A declared check with
+        no result anywhere keeps the gate C(not_run), so a run of a subset can only add results and never opens
+        a gate that a check it did not rerun keeps closed.
     type: list
     elements: str
     default: []

@@ -67,7 +67,9 @@ def test_converge_then_rerun_sends_no_write(scenario):
         oob, ver = _converge(fleet, scenario, hosts)
         checks = {c["check"]: c for c in oob["hosts"]["pv-u06"]["checks"]}
         assert checks["firmware:bmc"]["reason"].startswith("updated to 11.01.01; the BMC rebooted itself")
-        assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged; activates at the "
+        # issue 16: staged names its task (the Supermicro StartUpdate task, after the verify task)
+        assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged (task "
+                                                     "/redfish/v1/TaskService/Tasks/4 Completed); activates at the "
                                                      "runtime boot reset (host_reset)")
         assert checks["runtime_boot"]["status"] == "pass"
         state = fleet.state("pv-u06")

@@ -26,6 +26,7 @@ _POST_ROUTES = (
     ("{M}/LogServices/SEL/Actions/LogService.ClearLog", "_clear_sel", "json"),
     ("{S}/Bios/Actions/Bios.ResetBios", "_reset_bios", "json"),
     ("{root}/UpdateService/Actions/UpdateService.SimpleUpdate", "_simple_update", "json"),
+    ("{root}/UpdateService/Actions/UpdateService.StartUpdate", "_start_update", "json"),
 )
 
 
@@ -36,7 +37,7 @@ class Actions:
         """``{path: (handler, body kind)}`` of this BMC: ``_POST_ROUTES`` over its SKU's ids (set at start)."""
         spec = self.spec
         return {target.format(root=ROOT, S=spec.S, M=spec.M): (getattr(self, name), kind)
-                for target, name, kind in _POST_ROUTES}
+                for target, name, kind in _POST_ROUTES if name != "_start_update" or self._two_phase()}
 
     def _post(self, path, headers, body):
         handler, kind = self._post_table.get(path, (None, "json"))
@@ -79,6 +80,7 @@ class Actions:
         for comp, version in list(st.staged.items()):
             st.versions[comp] = version
         st.staged = {}
+        self.run_scheduled_jobs()
         target = "Hdd"
         if st.boot["enabled"] in ("Once", "Continuous") and st.boot["target"] != "None":
             target = st.boot["target"]

@@ -320,6 +320,8 @@ class BMC(Actions, FirmwareUpdates, Settings):
     def _get(self, path, query):
         if path.startswith(ROOT + "/TaskService/Tasks"):
             return self._get_task(path)
+        if path.startswith(self.spec.M + "/Jobs/JID_"):   # Dell jobs (firmware.py)
+            return self.get_job(path)
         if path.startswith(ROOT + "/SessionService/Sessions"):
             return self._get_sessions(path)
         if path == ROOT + "/$metadata":

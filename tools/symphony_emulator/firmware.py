@@ -4,6 +4,16 @@
 ``state``, ``tasks``, ``schedule``, ``invalidate``, ``_clock``/``_wall`` and ``_bmc_reboot``.  Images follow
 the README's image rule: a demo image's bytes are :func:`demo_image_bytes`, whose sha256 the SKU manifests carry.
 Task shapes and messages follow DSP0268 Task and the DMTF Update registry (R-15, R-17).
+
+A Supermicro BMC (``system.bmc_vendor: Supermicro``) updates in two phases, as the X13 does (the capture's
+UpdateService offers ``#UpdateService.StartUpdate``; SMC.1.0.0 registry): the multipart push answers 202 with the
+verify Task in the body and no ``Location``; the verified image waits (``AwaitToUpdate``) and installs only on
+``UpdateService.StartUpdate``; a second push meanwhile is refused ``OemFirmwareAlreadyInUpdateMode`` until a BMC
+reset (which wipes the task store, and the waiting image with it).
+
+A Dell BMC (``bmc_vendor: Dell``) answers SimpleUpdate with a job (iDRAC9 Redfish API guide, "Jobs"):
+``Location: Managers/<id>/Jobs/JID_<n>``, a ``DellJob`` with ``JobState``/``Message`` and no ``TaskState``; an image
+that activates at a host reset leaves its job ``Scheduled`` until that reset, then ``Completed``.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from symphony_emulator.replies import error_body, fill_message, jreply, now_iso
 from symphony_emulator.resources import ROOT, T, collection_type, link
 
 UPDATE = "Update.1.3"
+SMC = "SMC.1.0.0"
 DEMO_IMAGE_PREFIX = "symphony-demo-image"
 _IMAGE_PATH = re.compile(r"/(?P<component>[a-z0-9][a-z0-9_]*)/(?P<version>[^/]+)/image\.bin$")
 
@@ -118,9 +129,34 @@ class FirmwareUpdates:
                 or self._component(text[2]) is None:
             return self._new_task(None, None, "UpdateFile", "verify_failed", sha256=actual)
         outcome = "verify_failed" if expected and expected.lower() != actual else "ok"
+        if self._two_phase():
+            if self._awaiting_start() is not None:
+                return jreply(400, _smc_error("OemFirmwareAlreadyInUpdateMode", [text[2]]))
+            return self._new_task(text[2], text[3], "UpdateFile", outcome, sha256=actual, phase="verify")
         return self._new_task(text[2], text[3], "UpdateFile", outcome, sha256=actual)
 
-    def _new_task(self, comp_id, version, image, outcome, sha256=None):
+    def _two_phase(self):
+        """Whether this BMC installs a pushed image only on StartUpdate (Supermicro)."""
+        return self.spec.sku["system"].get("bmc_vendor") == "Supermicro"
+
+    def _awaiting_start(self):
+        """The verified task whose image waits for StartUpdate, or None."""
+        return next((t for t in self.tasks.values() if t.get("awaiting_start")), None)
+
+    def _start_update(self, _data):
+        """UpdateService.StartUpdate: install the verified image (Supermicro's second phase)."""
+        waiting = self._awaiting_start()
+        if waiting is None:
+            return jreply(400, _smc_error("OemFirmwareNotInUpdateMode", []))
+        waiting["awaiting_start"] = False
+        return self._new_task(waiting["component"], waiting["version"], waiting["image"], waiting["outcome"],
+                              sha256=waiting["sha256"])
+
+    def _dell_jobs(self):
+        """Whether this BMC reports updates as Dell jobs."""
+        return self.spec.sku["system"].get("bmc_vendor") == "Dell"
+
+    def _new_task(self, comp_id, version, image, outcome, sha256=None, phase="install"):
         if comp_id and outcome == "ok":
             for d in self.spec.by_kind.get("firmware_task_fails", []):
                 if d["component"] == comp_id:
@@ -130,11 +166,16 @@ class FirmwareUpdates:
         task = {"id": tid, "component": comp_id, "version": version, "image": image, "outcome": outcome,
                 "state": "Running", "status": "OK", "start": self._clock(), "start_wall": self._wall(),
                 "end_wall": None, "duration": float(self.state.faults["task_duration_s"]), "messages": [],
-                "sha256": sha256}
+                "sha256": sha256, "phase": phase, "awaiting_start": False}
         task["messages"].append(_update_msg("UpdateInProgress", []))
         self.tasks[tid] = task
         self.schedule(task["duration"], lambda due: self._finish_task(task, due))
         monitor = "%s/TaskService/Tasks/%s/Monitor" % (ROOT, tid)
+        if phase == "verify":   # Supermicro: the Task in the body, no Location
+            return jreply(202, self._task_body(task))
+        if self._dell_jobs():
+            task["job"] = True
+            return jreply(202, self._job_body(task), {"Location": self._job_uri(task)})
         return jreply(202, self._task_body(task), {"Location": monitor, "Retry-After": "1"})
 
     def _finish_task(self, task, due):
@@ -157,8 +198,12 @@ class FirmwareUpdates:
             task.update(state="Completed", status="Critical")
             task["messages"].append(_update_msg("ApplyFailed", [task["image"], target], "Critical"))
             return
-        activation = comp["activation"]
         task.update(state="Completed", status="OK")
+        if task["phase"] == "verify":
+            task["awaiting_start"] = True
+            task["messages"].append(_update_msg("AwaitToUpdate", [task["image"], target]))
+            return
+        activation = comp["activation"]
         if activation == "none":
             self.state.versions[comp["id"]] = task["version"]
             task["messages"].append(_update_msg("UpdateSuccessful", [target, task["image"]]))
@@ -168,7 +213,39 @@ class FirmwareUpdates:
         else:   # host_reset / ac_cycle: staged until the host resets
             self.state.staged[comp["id"]] = task["version"]
             task["messages"].append(_update_msg("AwaitToActivate", [task["image"], target]))
+            if task.get("job"):
+                task["state"] = "Scheduled"   # a Dell job runs at the next host reset
         self.invalidate()
+
+    def run_scheduled_jobs(self):
+        """The host reset runs every Dell job waiting for it (called from the host boot)."""
+        for task in self.tasks.values():
+            if task.get("job") and task["state"] == "Scheduled":
+                task["state"] = "Completed"
+
+    def _job_uri(self, task):
+        return "%s/Jobs/JID_%s" % (self.spec.M, task["id"])
+
+    def _job_body(self, task):
+        """A DellJob (DellJob.v1_5_0): JobState and one Message instead of TaskState and Messages."""
+        state = task["state"]
+        if state == "Exception" or (state == "Completed" and task["status"] != "OK"):
+            state, message = "Failed", "Unable to complete the firmware update."
+        else:
+            message = {"Running": "Job in progress.", "Scheduled": "Task successfully scheduled.",
+                       "Completed": "Job completed successfully."}.get(state, state)
+        return {"@odata.id": self._job_uri(task), "@odata.type": "#DellJob.v1_5_0.DellJob",
+                "Id": "JID_%s" % task["id"], "Name": "Firmware Update: %s" % (task["component"] or "?"),
+                "JobType": "FirmwareUpdate", "JobState": state, "Message": message,
+                "PercentComplete": 100 if state in ("Completed", "Failed") else 50 if state == "Scheduled" else 10}
+
+    def get_job(self, path):
+        """GET ``Managers/<id>/Jobs/JID_<n>``."""
+        tid = path.rstrip("/").rsplit("/JID_", 1)[-1]
+        task = self.tasks.get(tid)
+        if task is None or not task.get("job"):
+            return jreply(404, error_body("ResourceNotFound", "DellJob", path.rsplit("/", 1)[-1]))
+        return jreply(200, self._job_body(task))
 
     def _task_body(self, task):
         uri = "%s/TaskService/Tasks/%s" % (ROOT, task["id"])
@@ -215,9 +292,19 @@ def _update_msg(message_id, args, severity="OK"):
         "UpdateInProgress": "An update is in progress.",
         "UpdateSuccessful": "Device '%1' successfully updated with image '%2'.",
         "AwaitToActivate": "Awaiting for an action to proceed with activating image '%1' on '%2'.",
+        "AwaitToUpdate": "Awaiting for an action to proceed with installing image '%1' on '%2'.",
         "TransferFailed": "Transfer of image '%1' to '%2' failed.",
         "VerificationFailed": "Verification of image '%1' at '%2' failed.",
         "ApplyFailed": "Installation of image '%1' to '%2' failed.",
     }
     return {"MessageId": "%s.%s" % (UPDATE, message_id), "Message": fill_message(templates[message_id], args),
             "MessageArgs": [str(a) for a in args], "MessageSeverity": severity}
+
+
+def _smc_error(message_id, args):
+    """An error in Supermicro's SMC.1.0.0 registry (messages as the capture's registry words them)."""
+    templates = {"OemFirmwareAlreadyInUpdateMode": "The %1 firmware update was already in update mode.",
+                 "OemFirmwareNotInUpdateMode": "The BMC firmware update was not in update mode."}
+    info = {"MessageId": "%s.%s" % (SMC, message_id), "Message": fill_message(templates[message_id], args),
+            "MessageArgs": [str(a) for a in args], "MessageSeverity": "Warning"}
+    return {"error": {"code": info["MessageId"], "message": info["Message"], "@Message.ExtendedInfo": [info]}}

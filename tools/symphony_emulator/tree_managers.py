@@ -80,3 +80,6 @@ def add_update_service(t, spec, state):
         "MultipartHttpPushUri": ROOT + "/UpdateService/upload",
         "Actions": {"#UpdateService.SimpleUpdate": simple},
     }
+    if sku["system"].get("bmc_vendor") == "Supermicro":   # two-phase push, see firmware.py
+        t[ROOT + "/UpdateService"]["Actions"]["#UpdateService.StartUpdate"] = {
+            "target": ROOT + "/UpdateService/Actions/UpdateService.StartUpdate"}

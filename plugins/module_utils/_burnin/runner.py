@@ -270,7 +270,8 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
                       overrides=params.get("overrides") or None, calibration=params.get("calibration"))
     run_id = params.get("run_id") or new_run_id("burnin")
     optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
-    declared = list(gate_graph(manifest, profile).specs)
+    # every declared check, not only this run's plan: the gate reads the latest result of each (issue 25)
+    declared = gate_graph(manifest, profile).order()
     fabric_tests = [{"name": t.name, "kind": t.kind, "params": t.params, "thresholds": t.thresholds,
                      "timeout_s": t.timeout_s} for t in plan if t.tier not in RUNNER_TIERS]
     out = {"changed": False, "run_id": run_id, "plan": [t.to_dict() for t in plan], "optional": optional,

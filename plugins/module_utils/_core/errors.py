@@ -61,6 +61,10 @@ class LedgerError(SymphonyError):
     """The ledger cannot be opened, migrated or written."""
 
 
+class LeaseError(LedgerError):
+    """A node is leased by another run; ``details`` name the holder (``run_id``, ``host``, ``pid``, ``stage``)."""
+
+
 class ParseError(SymphonyError):
     """A tool's output could not be parsed; ``where`` names the tool and what was missing."""
 

@@ -221,15 +221,19 @@ class CheckGraph:
         return results
 
 
-def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult]) -> List[CheckResult]:
+def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult],
+                   recorded: Iterable[str] = ()) -> List[CheckResult]:
     """Recompute ``blocked`` from the graph for results recorded elsewhere.
 
     ``results`` is a list of :class:`CheckResult` for one node and stage.  Any
     result whose dependency did not pass becomes ``blocked`` naming it; a result
     marked ``blocked`` whose dependencies all passed is an inconsistency and raises
-    :class:`GateError`.  Returns a new list in graph order.
+    :class:`GateError`.  ``recorded``: names of checks whose results come from the
+    ledger as an earlier run derived them (their dependencies are not in ``graph``);
+    they are kept as they are.  Returns a new list in graph order.
     """
     by_name = {r.check: r for r in results}
+    as_recorded = set(recorded)
     statuses: Dict[str, str] = {}
     out: List[CheckResult] = []
     for name in graph.order():
@@ -237,7 +241,9 @@ def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult]) -> List[Ch
         if res is None:
             continue
         blockers = graph.blocking_dependencies(name, statuses)
-        if blockers:
+        if name in as_recorded:
+            pass
+        elif blockers:
             res = CheckResult(**dict(res.to_dict(), status=BLOCKED,
                                      reason="blocked by %s" % ", ".join("%s (%s)" % b for b in blockers)))
         elif res.status == BLOCKED:

@@ -35,21 +35,26 @@ def _exists(location: Optional[str]) -> bool:
 
 
 def evaluate(node: str, stage: str, checks: Sequence[Dict[str, Any]], run_id: str, optional: Iterable[str] = (),
-             waivers: Iterable[str] = (), clock: Callable[[], float] = time.time, declared: Iterable[str] = (),
-             prior: Sequence[CheckResult] = ()) -> Tuple[List[CheckResult], GateVerdict]:
-    """Derive ``blocked`` from the checks' graph and compute the gate; writes nothing.
+             waivers: Iterable[str] = (), clock: Callable[[], float] = time.time,
+             earlier: Sequence[CheckResult] = (),
+             declared: Iterable[str] = ()) -> Tuple[List[CheckResult], GateVerdict]:
+    """Derive ``blocked`` from the checks' graph and compute the gate from the latest result of every check; writes
+    nothing.
+
+    The gate reads the latest result of each required check, whichever run wrote it (DESIGN.md, "Latest result of
+    every required check"): ``earlier`` is the ledger's current results of this node and stage
+    (``Ledger.current_results``) and ``declared`` the checks the stage declares for this node (its SKU and profile).
+    A check in ``earlier`` or ``declared`` that this run did not carry counts with its latest recorded result, or as
+    ``not_run`` "no result recorded", so a rerun of a subset can only add results, never open a gate that a check
+    it did not rerun keeps closed.
 
     ``checks``: list of dicts ``{name, status, reason, expected, observed, remediation, evidence, depends_on,
     required, started, finished}`` (``name`` and ``status`` required; times in UNIX seconds).  ``optional``:
-    check names the gate does not require (the SKU's ``gates.<profile>.<stage>.optional``); names that are not
-    among ``checks`` are ignored, since a SKU may list checks a given run does not carry.  ``waivers``: waived
-    check names.  ``declared``: every check the stage's declaration (the SKU) requires a row for; the gate is
-    built from these names plus ``checks``, never from ``checks`` alone (DESIGN.md "Declared means judged").  A
-    declared check absent from ``checks`` is judged on its latest result in ``prior`` (the ledger's current
-    results: "latest result of every required check"), or else gets a new ``not_run`` row saying no result was
-    recorded.  A check reported ``blocked`` whose dependencies all passed, a dependency on an unknown check,
-    or a cycle raises :class:`GateError`.  Returns ``(results, verdict)``: the :class:`CheckResult` list to
-    record (graph order; prior results are judged, not re-recorded) and the :class:`GateVerdict`.
+    check names the gate does not require (the SKU's ``gates.<profile>.<stage>.optional``), this run's or carried;
+    names of no check are ignored, since a SKU may list checks a given run does not carry.  ``waivers``: waived
+    check names.  A check reported ``blocked`` whose dependencies all passed, a dependency on an unknown check,
+    or a cycle raises :class:`GateError`.  Returns ``(results, verdict)``: this run's :class:`CheckResult` list
+    in graph order (what to record) and the :class:`GateVerdict`.
     """
     if stage not in STAGES:
         raise GateError("unknown stage %r (one of %s)" % (stage, ", ".join(STAGES)), where=node)
@@ -73,32 +78,27 @@ def evaluate(node: str, stage: str, checks: Sequence[Dict[str, Any]], run_id: st
             remediation=check.get("remediation") or "", evidence=check.get("evidence") or {},
             started=float(check.get("started") or now), finished=float(check.get("finished") or now),
             run_id=run_id))
-    given = {spec.name for spec in specs}
-    latest = {r.check: r for r in prior if r.node == node and r.stage == stage}
-    judged_prior: List[CheckResult] = []
-    for name in dict.fromkeys(declared or ()):
-        if name in given:
-            continue
-        specs.append(CheckSpec(name, (), name not in not_required))
-        if name in latest:
-            judged_prior.append(latest[name])
-        else:
-            results.append(CheckResult(node=node, stage=stage, check=name, status="not_run",
-                                       reason="declared for %s but no result was recorded (not run in this run "
-                                              "or an earlier one)" % stage, started=now, finished=now,
-                                       run_id=run_id))
-    graph = CheckGraph(stage, specs)
-    derived = derive_blocked(graph, results)
-    # a prior result was judged (and its dependencies derived) when it was recorded
-    verdict = compute_gate(graph, derived + judged_prior, waivers)
-    return derived, verdict
+    ran = {spec.name for spec in specs}
+    latest = {r.check: r for r in earlier if r.node == node and r.stage == stage and r.check not in ran}
+    carried = [name for name in dict.fromkeys(list(declared) + list(latest)) if name not in ran]
+    # carried checks first, with no dependencies of their own: their recorded status was derived when recorded,
+    # and a check of this run may depend on one of them
+    graph = CheckGraph(stage, [CheckSpec(name, (), name not in not_required) for name in carried] + specs)
+    view = [CheckResult(**dict(latest[name].to_dict(), reason="latest result (run %s): %s"
+                               % (latest[name].run_id, latest[name].reason)))
+            for name in carried if name in latest]
+    gated = derive_blocked(graph, view + results, recorded=carried)
+    verdict = compute_gate(graph, gated, waivers)
+    return [r for r in gated if r.check in ran], verdict
 
 
 def gate_record(params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
     """Run ``gate_record``: evaluate, then (unless ``check_mode``) append waivers, results and the gate.
 
-    ``params`` are the module's: ledger, node, stage, checks, run_id, optional, waive, declared.  Returns the module
-    result dict (``changed`` is true when rows were appended).  Raises :class:`SymphonyError` subclasses.
+    ``params`` are the module's: ledger, node, stage, checks, run_id, optional, declared, waive.  The gate is
+    computed from the latest result of every check this run carried, ``declared`` names, or the ledger holds for
+    the node and stage (:func:`evaluate`).  Returns the module result dict (``changed`` is true when rows were
+    appended).  Raises :class:`SymphonyError` subclasses.
     """
     node, stage = params["node"], params["stage"]
     run_id = params.get("run_id") or new_run_id()
@@ -106,14 +106,14 @@ def gate_record(params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
     ledger = None
     try:
         waived: List[str] = []
+        earlier: List[CheckResult] = []
         if _exists(params.get("ledger")):
             ledger = open_ledger(params.get("ledger"))
             waived = ledger.waivers(node, stage)
+            earlier = ledger.current_results(node=node, stage=stage)
         waived += [w["check"] for w in waive]
-        declared = params.get("declared") or ()
-        prior = ledger.current_results(node=node, stage=stage) if ledger is not None and declared else []
         results, verdict = evaluate(node, stage, params["checks"], run_id, params.get("optional") or (), waived,
-                                    declared=declared, prior=prior)
+                                    earlier=earlier, declared=params.get("declared") or ())
         if not check_mode:
             if ledger is None:
                 ledger = open_ledger(params.get("ledger"))

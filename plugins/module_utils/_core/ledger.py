@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import sqlite3
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import LedgerError
 from .gate import (
@@ -76,6 +77,28 @@ class Ledger(ABC):
     def events(self, node: Optional[str] = None, kind: Optional[str] = None) -> List[Dict[str, Any]]:
         """Events as dicts ``{node, kind, data, recorded_at}`` (oldest first)."""
 
+    @abstractmethod
+    def acquire_leases(self, nodes: Sequence[str], holder: Mapping[str, Any], ttl_s: float,
+                       now: Optional[float] = None) -> Dict[str, Dict[str, Any]]:
+        """Lease each of ``nodes`` to ``holder`` (``{run_id, host, pid, stage}``) for ``ttl_s`` seconds.
+
+        A node is granted when it has no lease, its lease expired, it is already ``holder``'s run's, or its
+        holder is a process of this host that no longer exists.  Returns ``{node: the holder's lease}`` for the
+        nodes another live run holds (not granted); all in one transaction.
+        """
+
+    @abstractmethod
+    def renew_leases(self, run_id: str, ttl_s: float, now: Optional[float] = None) -> int:
+        """Heartbeat: move the expiry of every lease of ``run_id`` to ``now + ttl_s``; returns how many."""
+
+    @abstractmethod
+    def release_leases(self, run_id: str, nodes: Optional[Sequence[str]] = None) -> None:
+        """Drop the leases of ``run_id`` (only on ``nodes`` when given)."""
+
+    @abstractmethod
+    def leases(self, node: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Current lease rows ``{node, run_id, host, pid, stage, acquired_at, heartbeat_at, expires_at}``."""
+
     def node_position(self, node: str) -> Tuple[Optional[str], Optional[str]]:
         """``(stage, gate_status)`` of the node's furthest gated stage, or ``(None, None)``."""
         gates = self.current_gates(node).get(node, {})
@@ -114,6 +137,13 @@ _MIGRATIONS = [
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         node TEXT, kind TEXT NOT NULL, data TEXT, recorded_at REAL NOT NULL);
     CREATE INDEX events_key ON events (node, kind, id);
+    """,
+    # Leases are who owns a node now, not history: the one table whose rows are replaced and deleted.
+    """
+    CREATE TABLE leases (
+        node TEXT PRIMARY KEY, run_id TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, stage TEXT,
+        acquired_at REAL NOT NULL, heartbeat_at REAL NOT NULL, expires_at REAL NOT NULL);
+    CREATE INDEX leases_run ON leases (run_id);
     """,
 ]
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -298,8 +328,73 @@ class SQLiteLedger(Ledger):
         return [{"node": n, "kind": k, "data": _loads(d), "recorded_at": t}
                 for n, k, d, t in self._query(sql + " ORDER BY id", params)]
 
+    _LEASE_COLUMNS = ("node", "run_id", "host", "pid", "stage", "acquired_at", "heartbeat_at", "expires_at")
+
+    def acquire_leases(self, nodes: Sequence[str], holder: Mapping[str, Any], ttl_s: float,
+                       now: Optional[float] = None) -> Dict[str, Dict[str, Any]]:
+        now = time.time() if now is None else now
+        taken: Dict[str, Dict[str, Any]] = {}
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for node in nodes:
+                    row = self._db.execute("SELECT %s FROM leases WHERE node = ?" % ", ".join(self._LEASE_COLUMNS),
+                                           (node,)).fetchone()
+                    current = dict(zip(self._LEASE_COLUMNS, row)) if row else None
+                    if current and current["run_id"] != holder["run_id"] and current["expires_at"] > now \
+                            and _alive(current["host"], current["pid"]):
+                        taken[node] = current
+                        continue
+                    acquired = current["acquired_at"] if current and current["run_id"] == holder["run_id"] else now
+                    self._db.execute("INSERT OR REPLACE INTO leases (%s) VALUES (?,?,?,?,?,?,?,?)"
+                                     % ", ".join(self._LEASE_COLUMNS),
+                                     (node, holder["run_id"], holder["host"], int(holder["pid"]), holder.get("stage"),
+                                      acquired, now, now + ttl_s))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise LedgerError("lease failed: %s" % exc, where=self.path)
+        return taken
+
+    def renew_leases(self, run_id: str, ttl_s: float, now: Optional[float] = None) -> int:
+        now = time.time() if now is None else now
+        try:
+            cur = self._db.execute("UPDATE leases SET heartbeat_at = ?, expires_at = ? WHERE run_id = ?",
+                                   (now, now + ttl_s, run_id))
+        except sqlite3.Error as exc:
+            raise LedgerError("lease heartbeat failed: %s" % exc, where=self.path)
+        return cur.rowcount
+
+    def release_leases(self, run_id: str, nodes: Optional[Sequence[str]] = None) -> None:
+        if nodes is None:
+            self._write("DELETE FROM leases WHERE run_id = ?", [(run_id,)])
+        else:
+            self._write("DELETE FROM leases WHERE run_id = ? AND node = ?", [(run_id, n) for n in nodes])
+
+    def leases(self, node: Optional[str] = None) -> List[Dict[str, Any]]:
+        sql = "SELECT %s FROM leases" % ", ".join(self._LEASE_COLUMNS)
+        where, params = (" WHERE node = ?", (node,)) if node is not None else (" ORDER BY node", ())
+        rows = self._query(sql + where, params)
+        return [dict(zip(self._LEASE_COLUMNS, row)) for row in rows]
+
     def close(self) -> None:
         self._db.close()
+
+
+def _alive(host: str, pid: int) -> bool:
+    """Whether the lease holder ``pid`` on ``host`` may still run: a process of another host is assumed alive (its
+    lease expires), one of this host is looked up (``kill(pid, 0)``: ESRCH = gone; EPERM = alive, not ours)."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def open_ledger(location: Optional[str] = None) -> Ledger:

@@ -64,6 +64,18 @@ class ThreadLedger(Ledger):
     def events(self, node: Optional[str] = None, kind: Optional[str] = None) -> Any:
         return self._get().events(node, kind)
 
+    def acquire_leases(self, nodes: Any, holder: Any, ttl_s: float, now: Optional[float] = None) -> Any:
+        return self._get().acquire_leases(nodes, holder, ttl_s, now)
+
+    def renew_leases(self, run_id: str, ttl_s: float, now: Optional[float] = None) -> Any:
+        return self._get().renew_leases(run_id, ttl_s, now)
+
+    def release_leases(self, run_id: str, nodes: Any = None) -> Any:
+        return self._get().release_leases(run_id, nodes)
+
+    def leases(self, node: Optional[str] = None) -> Any:
+        return self._get().leases(node)
+
     def close(self) -> None:
         with self._lock:
             for led in self._all:

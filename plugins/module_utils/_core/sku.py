@@ -17,6 +17,7 @@ from typing import Any, Dict, List
 
 from .errors import ManifestError
 from .schema import validate_document, load_yaml_file
+from .testkinds import NOT_EXPECTED_PARTS, TEST_KINDS, check_burn_in_keys, kind_schema
 
 # "none": never updated on its own (an InfoROM that comes with the GPU package, a part the BMC reports
 # with Updateable false); it is still audited against ``accepted``.
@@ -190,6 +191,8 @@ SKU_SCHEMA: Dict[str, Any] = {
             "properties": {"attributes": {"type": "object",
                                           "additionalProperties": {"type": ["string", "integer", "boolean", "number"]}},
                            "settings_path": {"type": "string"},
+                           # off: no If-Match on the BIOS PATCH, for a BMC that refuses its own ETags (recorded)
+                           "etag_mode": {"enum": ["if_match", "off"]},
                            "apply_time": {"enum": ["Immediate", "OnReset", "AtMaintenanceWindowStart",
                                                    "InMaintenanceWindowOnReset"]}},
         },
@@ -221,9 +224,11 @@ SKU_SCHEMA: Dict[str, Any] = {
                                 "items": {
                                     "type": "object", "additionalProperties": False,
                                     "required": ["name", "kind", "timeout_s"],
+                                    # per kind, the params/thresholds it reads (testkinds.TEST_KINDS)
+                                    "allOf": kind_schema(),
                                     "properties": {
                                         "name": {"type": "string", "pattern": "^[a-z0-9_]+$"},
-                                        "kind": {"type": "string"},
+                                        "kind": {"enum": sorted(TEST_KINDS)},
                                         "cost_s": {"type": "number", "minimum": 0},
                                         "timeout_s": {"type": "number", "minimum": 1},
                                         "flaky": {"type": "boolean"},
@@ -277,7 +282,9 @@ SKU_SCHEMA: Dict[str, Any] = {
             "type": "object",
             "properties": {"description": {"type": "string"},
                            "inband_bom": {"type": "object"},
-                           "not_expected": {"type": "array", "items": {"type": "string"}},
+                           "not_expected": {"type": "array", "items": {"enum": list(NOT_EXPECTED_PARTS)}},
+                           # test names and their per-kind keys: testkinds.check_burn_in_keys (a name's kind is
+                           # not expressible here)
                            "burn_in": _PROFILE_BURN_IN}}},
         "sources": _SOURCES,
     },
@@ -287,8 +294,11 @@ SKU_SCHEMA: Dict[str, Any] = {
 def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
     """Validate one manifest document against :data:`SKU_SCHEMA` and cross-field rules.
 
-    Raises :class:`ManifestError` naming ``where`` and the JSON path of the first error.
+    Raises :class:`ManifestError` naming ``where`` and the JSON path of the first error.  Burn-in keys are
+    checked first (:func:`testkinds.check_burn_in_keys`) so an unknown key is reported with the keys its kind
+    knows.
     """
+    check_burn_in_keys(data, where)
     validate_document(data, SKU_SCHEMA, where, ManifestError)
     seen = set()
     for index, comp in enumerate(data.get("firmware", [])):

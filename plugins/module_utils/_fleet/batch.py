@@ -16,6 +16,7 @@ per request keep a few hundred requests in flight while the GIL is idle.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import traceback
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Optional
 
 from .._core.errors import SymphonyError, ValidationError
+from .._core.leases import NodeLeases
 from .._redfish.argspec import bmc_connection_argument_spec
 
 DEFAULT_WORKERS = 64
@@ -50,7 +52,8 @@ class HostOutcome:
 def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any], workers: int = DEFAULT_WORKERS,
               per_key: int = DEFAULT_PER_BMC, key: Optional[Callable[[Any], Hashable]] = None,
               on_done: Optional[Callable[[HostOutcome], None]] = None,
-              clock: Callable[[], float] = time.monotonic) -> dict[str, HostOutcome]:
+              clock: Callable[[], float] = time.monotonic,
+              leases: Optional[NodeLeases] = None) -> dict[str, HostOutcome]:
     """Run ``work(host, item)`` for each ``(host, item)`` in ``items``; return ``{host: HostOutcome}``.
 
     ``workers``: threads (bounded, at least 1, at most the number of items);
@@ -59,6 +62,9 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
     ``key``: ``callable(item) -> hashable`` (default: each item is its own key);
     ``on_done``: ``callable(HostOutcome)`` called as each host finishes (from a
     worker thread; keep it short and thread-safe).
+    ``leases``: this run's :class:`NodeLeases`: every host is leased in the ledger before any work, kept
+    (heartbeat) while the batch runs and released after; a host another run holds gets no ``work`` and a
+    not-ok outcome whose ``error`` is the ``LeaseError`` naming the holder.
     Items are started in the given order as far as the per-key cap allows.
     Raises :class:`ValidationError` on duplicate hosts or non-positive limits.
     """
@@ -71,9 +77,11 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
         dup = sorted({h for h in hosts if hosts.count(h) > 1})
         raise ValidationError("hosts listed twice: %s" % ", ".join(dup[:10]), where="fleet")
     key_of: Callable[[Any], Hashable] = key or id
-    pending = deque((host, item, key_of(item)) for host, item in items)
+    denied = leases.acquire(hosts) if leases is not None else {}
+    pending = deque((host, item, key_of(item)) for host, item in items if host not in denied)
     running: dict[Hashable, int] = {}
-    results: dict[str, HostOutcome] = {}
+    results: dict[str, HostOutcome] = {host: HostOutcome(host, False, error=exc.to_dict())
+                                       for host, exc in denied.items()}
     lock = threading.Condition()
     start = clock()
 
@@ -115,12 +123,13 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
             if on_done is not None:
                 on_done(outcome)
 
-    count = max(1, min(int(workers), len(items)))
+    count = max(1, min(int(workers), len(pending)))
     threads = [threading.Thread(target=worker, name="symphony-fleet-%d" % i, daemon=True) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with leases if leases is not None else contextlib.nullcontext():
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     return {host: results[host] for host in hosts}
 
 

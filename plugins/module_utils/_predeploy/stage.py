@@ -26,7 +26,8 @@ from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from .._core.dispatch import dispatch_rows, write_dispatch, write_dispatch_latest
 from .._core.errors import ValidationError
-from .._core.gate import PASS, CheckResult, GateVerdict, new_run_id
+from .._core.gate import BLOCKED, PASS, CheckResult, GateVerdict, new_run_id
+from .._core.leases import NodeLeases
 from .._core.ledger import Ledger
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
@@ -163,8 +164,10 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         results, verdict = judge(item["node"], manifest, obs, run_id, graphs[item["node"]["sku"]], cutoff, now)
         return obs, warns, results, verdict
 
+    # a run owns its nodes: each is leased in the ledger before its BMC is touched (not in check mode: no ledger)
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                         key=lambda item: item["endpoint"]["url"])
+                         key=lambda item: item["endpoint"]["url"],
+                         leases=NodeLeases(settings.ledger, run_id, STAGE) if settings.ledger else None)
     all_results: list[CheckResult] = []
     verdicts: dict[str, GateVerdict] = {}
     hosts: dict[str, HostAudit] = {}
@@ -173,6 +176,11 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
     total_requests = 0
     for host, item in items:
         out = outcomes[host]
+        if not out.ok and out.error.get("error") == "LeaseError":
+            # another run holds the node: this one neither judges nor records it, and says who holds it
+            hosts[host] = {"gate": BLOCKED, "reason": scrub(out.error["msg"], secrets), "failing": [], "checks": [],
+                           "endpoint": item["endpoint"], "requests": 0, "elapsed_s": 0.0}
+            continue
         if out.ok:
             obs, warns, results, verdict = out.value
         else:

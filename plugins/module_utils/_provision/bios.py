@@ -9,7 +9,10 @@ is the piece a fleet engineer runs alone (read, PATCH, optionally reset, read ba
 rack.  Redfish (DMTF DSP0266, "Settings
 resource"): a ``Bios`` resource whose ``@Redfish.Settings.SettingsObject`` names where changes go; they apply at the
 ``@Redfish.SettingsApplyTime`` the service supports (``SupportedApplyTimes``), usually ``OnReset``.  Only a fresh
-read of ``Bios.Attributes`` after the reset says a value took.
+read of ``Bios.Attributes`` after the reset says a value took, and only once the BIOS configuration job (or task)
+the PATCH answer names is Completed: Dell shows the pending values in ``Bios`` before its job has run (iDRAC9
+Redfish API guide, "BIOS configuration jobs"), so an early read reports "applied" falsely.  Dell's ``SYS011``
+("Pending configuration values are already committed") is reported with the job that holds the settings.
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ from typing import Any, Callable, Mapping, Optional
 
 from .._core.errors import RedfishError, ValidationError
 from .._core.gate import Outcome, failed, passed
+from .._redfish.errors import RedfishHTTPError, RedfishTaskError
 from .._redfish.reader import read_inventory, reset_request
+from .._redfish.registries import message_key
 from .fwplan import MISSING, Step, attribute_value, bios_changes
 
 SECTIONS = ("bios", "capabilities")
+# iDRAC9: jobs live under the manager (Managers/iDRAC.Embedded.1/Jobs); SYS011 = settings committed to a job
+DELL_JOBS = "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs"
+COMMITTED_KEYS = ("SYS011",)
+JOB_DONE = ("Completed", "Failed", "CompletedWithErrors", "Exception", "Cancelled", "Killed")
 
 
 def _read(client, system_id):
@@ -47,20 +56,55 @@ def stage_attributes(client: Any, bios: Mapping[str, Any], desired: Mapping[str,
     ``SupportedApplyTimes``.  ``patch``: ``callable(path, body)`` (default ``client.patch``; the stage counts its
     writes); with ``check_mode`` nothing is sent.  Returns ``{"target", "pending": names already pending,
     "patched": {name: value} sent (or, in check mode, to send), "apply_time": the one sent or None, "status": the
-    PATCH response's status or None}``.
+    PATCH response's status or None, "task": the job or task URI the answer names, or None}``.  Raises
+    :class:`RedfishError` naming the blocking job when the BMC says pending settings are already committed.
     """
     target = target or bios.get("settings_object") or bios["uri"]
     pending = (client.get(target).get("Attributes") or {}) if target != bios.get("uri") else {}
     to_patch = {k: v for k, v in desired.items() if attribute_value(pending.get(k)) != v}
     supported = bios.get("supported_apply_times") or []
     out = {"target": target, "pending": sorted(set(desired) - set(to_patch)), "patched": to_patch,
-           "apply_time": apply_time if apply_time in supported else None, "status": None}
+           "apply_time": apply_time if apply_time in supported else None, "status": None, "task": None}
     if to_patch and not check_mode:
         body: dict[str, Any] = {"Attributes": to_patch}
         if out["apply_time"]:
             body["@Redfish.SettingsApplyTime"] = {"ApplyTime": apply_time}
-        out["status"] = (patch or client.patch)(target, body).get("status")
+        try:
+            rsp = (patch or client.patch)(target, body)
+        except RedfishHTTPError as exc:
+            if any(message_key(m) in COMMITTED_KEYS for m in exc.message_ids):
+                raise RedfishError("%s; held by %s" % (exc.message, _blocking_job(client)), where=exc.where) from None
+            raise
+        out["status"], out["task"] = rsp.get("status"), rsp.get("task_monitor")
     return out
+
+
+def _blocking_job(client: Any) -> str:
+    """The unfinished job that holds committed settings, in words (``JID_1 (Scheduled: ...)``)."""
+    try:
+        jobs = client.members(DELL_JOBS)
+    except RedfishError as exc:
+        return "a configuration job the BMC did not list (%s)" % exc
+    open_jobs = [j for j in jobs if j.get("JobState") not in JOB_DONE]
+    if not open_jobs:
+        return "no unfinished job listed at %s" % DELL_JOBS
+    return ", ".join("%s (%s%s)" % (j.get("Id") or j.get("@odata.id"), j.get("JobState"),
+                                    (": " + j["Message"]) if j.get("Message") else "") for j in open_jobs)
+
+
+def wait_job(client: Any, uri: str, timeout_s: float, poll_s: float) -> dict[str, Any]:
+    """Wait until the BIOS configuration job/task ``uri`` is Completed (after the host reset); its final state.
+
+    Raises :class:`RedfishError` naming the job and its state when it failed or did not end by ``timeout_s`` (s).
+    """
+    try:
+        return client.wait_task(uri, timeout_s=timeout_s, poll_s=poll_s)
+    except RedfishTaskError as exc:
+        raise RedfishError("BIOS configuration job %s failed: %s" % (uri, exc.message), where=client.host,
+                           details={"changed": True, "job": uri}) from None
+    except RedfishError as exc:
+        raise RedfishError("BIOS configuration job %s did not complete: %s" % (uri, exc.message), where=client.host,
+                           details={"changed": True, "job": uri}) from None
 
 
 def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
@@ -76,8 +120,11 @@ def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
     bios = nd.inv.bios
     want_bios = nd.manifest.get("bios") or {}
     desired = {k: v[1] for k, v in step.changes.items()}
+    # If-Match unless the SKU explicitly turns it off (DSP0266 "ETags"); the row says when it was off
+    etag_off = want_bios.get("etag_mode") == "off"
     staged = stage_attributes(nd.client, bios, desired, want_bios.get("apply_time") or "OnReset",
-                              target=bios.get("settings_object") or want_bios.get("settings_path"), patch=nd.patch)
+                              target=bios.get("settings_object") or want_bios.get("settings_path"),
+                              patch=lambda path, body: nd.patch(path, body, etag=None if etag_off else "auto"))
     target = staged["target"]
     nd.reset_needed.append("bios_settings")
     if not staged["patched"]:
@@ -85,9 +132,11 @@ def apply_bios(nd: Any, step: Optional[Step]) -> Outcome:
                       reason="%d attributes already pending in %s; applied at the runtime boot reset"
                       % (len(desired), target))
     notes = list(bios.get("notes") or [])
+    if etag_off:
+        notes.append("sent without If-Match: the SKU's bios.etag_mode is off")
     return passed(observed=step.changes, expected=desired,
                   evidence={"settings_object": target, "status": staged["status"], "apply_time": staged["apply_time"],
-                            "notes": notes},
+                            "notes": notes, "job": staged["task"], "etag_mode": "off" if etag_off else "if_match"},
                   reason="%d attributes pending in %s (%s); applied at the runtime boot reset"
                   % (len(desired), target, ", ".join(sorted(desired))))
 
@@ -104,8 +153,9 @@ def apply_bios_settings(client: Any, attributes: Mapping[str, Any], apply_time: 
     ``Bios`` every ``poll_s`` seconds until every value reads back or ``timeout_s`` (s) passes.
 
     Returns ``{"changed", "state": "at_target"|"pending"|"applied", "changes": {name: [current, wanted]},
-    "pending": [names], "diff": {"before", "after"}, "settings_object", "apply_time", "reset", "notes"}``;
-    after a reset, ``after`` is the fresh read.  Raises :class:`ValidationError` for an empty ``attributes``,
+    "pending": [names], "diff": {"before", "after"}, "settings_object", "apply_time", "reset", "notes", "job"}``;
+    after a reset, ``after`` is the fresh read, taken only once the job the PATCH named (``job``: its final state)
+    is Completed.  Raises :class:`ValidationError` for an empty ``attributes``,
     :class:`ValidationError` for a negative ``poll_s`` or a ``timeout_s`` of 0 or less (before anything is written),
     :class:`RedfishError` when the BIOS cannot be read, the reset is refused, or (with ``reset``) a value has not
     read back by ``timeout_s`` (both values named; ``details["changed"]`` True), or no read succeeded after the
@@ -125,7 +175,7 @@ def apply_bios_settings(client: Any, attributes: Mapping[str, Any], apply_time: 
     out = {"changed": False, "state": "at_target", "changes": changes, "pending": [],
            "diff": {"before": {k: v[0] for k, v in changes.items()}, "after": {k: v[1] for k, v in changes.items()}},
            "settings_object": bios.get("settings_object") or bios["uri"], "apply_time": None, "reset": None,
-           "notes": list(bios.get("notes") or [])}
+           "notes": list(bios.get("notes") or []), "job": None}
     if not changes:
         return out
     staged = stage_attributes(client, bios, {k: v[1] for k, v in changes.items()}, apply_time,
@@ -143,6 +193,9 @@ def apply_bios_settings(client: Any, attributes: Mapping[str, Any], apply_time: 
     out["reset"] = _reset(client, inv)
     out["changed"] = True
     deadline = clock() + timeout_s
+    if staged["task"]:
+        # the job runs during the reboot: /Bios may show the pending values before it has (Dell)
+        out["job"] = wait_job(client, staged["task"], timeout_s, poll_s).get("state")
     fresh, read_error = None, None
     while True:
         sleep(poll_s)

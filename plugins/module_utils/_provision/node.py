@@ -90,6 +90,8 @@ class NodeRun:
         self.plan: Any = None
         self.applied: dict[str, str] = {}
         self.reset_needed: list[str] = []
+        # ResetType values a staged job asks for (a Dell job: "... PowerCycle"); the runtime boot sends the first
+        self.reset_types: list[str] = []
         self.writes = 0
         self.results: list[CheckResult] = []
         self.statuses: dict[str, str] = {}
@@ -127,7 +129,7 @@ class NodeRun:
         self.writes += 1
         return self.client.post(path, body)
 
-    def patch(self, path: str, body: Any) -> Any:
-        """PATCH on the BMC, counted as a write."""
+    def patch(self, path: str, body: Any, etag: Optional[str] = "auto") -> Any:
+        """PATCH on the BMC, counted as a write (``etag``: as ``RedfishClient.patch``; None sends no If-Match)."""
         self.writes += 1
-        return self.client.patch(path, body)
+        return self.client.patch(path, body, etag=etag)

@@ -80,6 +80,10 @@ def runtime_boot(nd: NodeRun) -> Outcome:
         target = "Pxe"
     nd.patch(system["uri"], {"Boot": {"BootSourceOverrideTarget": target, "BootSourceOverrideEnabled": "Once"}})
     reset_target, reset = reset_request(nd.inv)
+    allowed = nd.inv.capabilities.get("power_actions") or []
+    asked = next((r for r in nd.reset_types if r in allowed), None)
+    if asked and reset != "On":
+        reset = asked  # the staged job's own reset (a Dell job pending a PowerCycle does not run on a warm reset)
     nd.post(reset_target, {"ResetType": reset})
     timeout = nd.settings.runtime_timeout_s or runtime.get("boot_timeout_s") or 900
     ok, text = _runtime_up(nd, started + timeout)

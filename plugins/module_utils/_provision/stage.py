@@ -45,6 +45,7 @@ from .._core.gate import (
     not_run,
     passed,
 )
+from .._core.leases import NodeLeases
 from .._core.ledger import default_ledger_path
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
@@ -155,7 +156,9 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
         results = derive_blocked(graph, list(by_check.values()))
         verdict = compute_gate(graph, results, ledger.waivers(host, STAGE) if ledger else ())
         verdict.reason = scrub(verdict.reason, [settings.password])
-        if ledger is not None and not check_mode:
+        # one gate row per node per run: the verify phase of this run_id records it (an out_of_band phase that
+        # could not read the BMC returns its verdict, and verify, which always follows in the role, records it)
+        if ledger is not None and not check_mode and phase == "verify":
             ledger.record_gate(verdict, run_id)
         out["gate"] = verdict.to_dict()
     return out
@@ -224,7 +227,9 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
         outcomes = run_batch(items, lambda h, it: process_node(h, it, settings, run_id, ledger, registries, phase,
                                                                check_mode, client_factory),
                              workers=settings.workers, per_key=settings.per_bmc,
-                             key=lambda it: it["endpoint"]["url"])
+                             key=lambda it: it["endpoint"]["url"],
+                             # a run owns its nodes: leased before a BMC is touched (the same run_id in every phase)
+                             leases=NodeLeases(settings.ledger, run_id, STAGE) if own is not None else None)
     finally:
         if own is not None:
             own.close()

@@ -9,15 +9,26 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .._core.errors import SymphonyError
+from .._core.errors import RedfishError, SymphonyError
 from .._core.gate import NOT_RUN, Outcome, failed, not_run, passed
 from .._redfish.reader import read_inventory
+from .bios import wait_job
 from .fwplan import SKIP, UPDATE, Step, build_plan, diff_after
 from .node import READ_SECTIONS, NodeRun
 
 
 def verify(nd: NodeRun) -> Outcome:
-    """Re-read FirmwareInventory and the BIOS; every version and attribute must be the manifest's."""
+    """Re-read FirmwareInventory and the BIOS; every version and attribute must be the manifest's.
+
+    The BIOS is read only once the configuration job the ``bios_settings`` PATCH named is Completed (a Dell
+    ``Bios`` shows pending values before its job ran)."""
+    job = next((r.evidence.get("job") for r in nd.results if r.check == "bios_settings" and r.evidence), None)
+    if job:
+        try:
+            wait_job(nd.client, job, nd.settings.task_timeout_s, nd.settings.poll_s)
+        except RedfishError as exc:
+            return failed(exc.message, "read the job's messages on the BMC; clear the job queue and rerun",
+                          evidence={"job": job})
     inv = read_inventory(nd.client, sections=READ_SECTIONS)
     gaps = [g for g in inv.incomplete if g.get("part") in ("firmware", "bios")]
     if gaps:

@@ -59,6 +59,10 @@ class FirmwareReader(LogReader):
             } if act else None
             caps["multipart_http_push_uri"] = upd.get("MultipartHttpPushUri")
             caps["http_push_uri"] = upd.get("HttpPushUri")
+            # UpdateService v1_7_0 StartUpdate: images pushed OnStartUpdateRequest install only on it (Supermicro)
+            caps["start_update"] = ((upd.get("Actions") or {}).get("#UpdateService.StartUpdate") or {}).get("target")
+            caps["multipart_apply_times"] = (upd.get("MultipartHttpPushUri@Redfish.OperationApplyTimeSupport")
+                                             or {}).get("SupportedValues")
         # SoftwareInventory where a service has no FirmwareInventory (DSP0268 UpdateService: both are
         # SoftwareInventoryCollections); None: the BMC publishes no firmware inventory at all
         inventory = link(upd, "FirmwareInventory") or link(upd, "SoftwareInventory")

@@ -27,7 +27,7 @@ except ImportError:  # Transport refuses to start without sushy (HAS_SUSHY)
     pass
 
 from .errors import RedfishAuthError, RedfishConnectionError, RedfishHTTPError, RedfishTimeout
-from .transport import SERVICE_ROOT, Transport
+from .transport import MAX_REDIRECTS, REDIRECTS, SERVICE_ROOT, Transport
 
 
 class _RootShim:
@@ -49,12 +49,22 @@ class _RootShim:
         conn._session.headers.pop("X-Auth-Token", None)
         path = self._client.sessions_path
         conn._sessions_uri = self._client._abs(path)
-        try:
-            rsp = conn.post(self._client._abs(path), data={"UserName": username, "Password": password},
-                            allow_reauth=False, server_side_retries_left=0)
-        except sushy_exc.SushyError as exc:
-            self.last_error = exc
-            raise
+        url = self._client._abs(path)
+        for hop in range(MAX_REDIRECTS + 1):
+            try:
+                rsp = conn.post(url, data={"UserName": username, "Password": password}, allow_reauth=False,
+                                server_side_retries_left=0, allow_redirects=False)
+            except sushy_exc.SushyError as exc:
+                self.last_error = exc
+                raise
+            if rsp.status_code not in REDIRECTS or not rsp.headers.get("Location"):
+                break
+            # requests would follow a 301/302 as a GET without the body, and the 401 that answers it reads as
+            # wrong credentials: re-POST on 307/308 (RFC 9110 §15.4.8/9), else name the redirect
+            target = self._client._redirect("POST", url, rsp.status_code, rsp.headers["Location"], hop)
+            if target is None:
+                break
+            url = target
         token = rsp.headers.get("X-Auth-Token")
         if not token:
             self.last_error = "no X-Auth-Token in the login answer"

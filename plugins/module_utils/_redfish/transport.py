@@ -4,8 +4,12 @@
 """The Redfish client's transport: one HTTP exchange with the retry policy, TLS and typed errors.
 
 On sushy's connector (``sushy.connector.Connector``: requests session, ``OData-Version`` and
-``Accept-Encoding: identity`` headers, weak->strong->no ETag retry on 412 for PATCH), this adds
-(cases in ``shared/cases/redfish-cases.md``):
+``Accept-Encoding: identity`` headers), this adds (cases in ``shared/cases/redfish-cases.md``):
+
+* ``If-Match`` sent as given, never dropped (sushy's ``patch()`` re-sends a refused PATCH without it; the ETag
+  policy is in :mod:`.writes`); entity tags normalised (:func:`normalise_etag`);
+* redirects handled here, not by requests (which would re-send a redirected POST as a GET): see
+  :meth:`Transport._redirect`;
 
 * retries with exponential backoff for connection errors, read timeouts, 408, 429 and every 5xx,
   honouring ``Retry-After`` (sushy retries 5xx GETs at a fixed delay and never looks at
@@ -43,7 +47,7 @@ except ImportError as _imp_err:  # reported by the caller with missing_required_
     SUSHY_IMPORT_ERROR = _imp_err
 
 from .._core.errors import RedfishError
-from .errors import RedfishConnectionError, RedfishInvalidResponse, RedfishTimeout, http_error
+from .errors import RedfishConnectionError, RedfishHTTPError, RedfishInvalidResponse, RedfishTimeout, http_error
 from .registries import MessageRegistries
 from .settings import ClientSettings
 
@@ -52,6 +56,35 @@ RETRY_STATUSES = frozenset([408, 429]) | frozenset(range(500, 600))
 # Statuses that say "the request was not acted on": safe to re-send a POST/PATCH.
 RESEND_SAFE_STATUSES = frozenset([408, 429, 503])
 EXCERPT = 200
+# RFC 9110 §15.4: 301/302 let a client turn a POST into a GET, 303 names where the answer is (a task monitor
+# after an action), 307/308 ask for the same method again.  requests would follow them all, a write as a GET.
+REDIRECTS = frozenset([301, 302, 303, 307, 308])
+MAX_REDIRECTS = 5
+
+
+def normalise_etag(value: Any) -> Optional[str]:
+    """An entity tag as RFC 9110 §8.8.3 writes it (``"x"`` or ``W/"x"``), or None when there is none.
+
+    BMCs double-quote (``""1234""``) or leave the quotes off (``1234``); the value between the quotes is kept
+    as it is.  An empty or whitespace-only value is None.
+    """
+    if value is None:
+        return None
+    text = str(value).strip()
+    weak = text[:2].upper() == "W/"
+    if weak:
+        text = text[2:].strip()
+    text = text.strip('"')
+    if not text:
+        return None
+    return ('W/"%s"' if weak else '"%s"') % text
+
+
+def _well_formed_etag(value: Any) -> bool:
+    text = str(value or "").strip()
+    if text[:2].upper() == "W/":
+        text = text[2:]
+    return len(text) >= 3 and text[0] == text[-1] == '"' and '"' not in text[1:-1]
 
 
 def extended_info_of(body: Any) -> list[dict[str, Any]]:
@@ -120,8 +153,13 @@ class RedfishResponse:
         self.text_excerpt = text_excerpt
         self.location = location
         self.extended_info = extended_info
-        self.etag: Optional[str] = headers.get("ETag") or (
-            body.get("@odata.etag") if isinstance(body, dict) else None)
+        # DSP0266 §"ETags": the header and the body's @odata.etag carry the same tag; a malformed header
+        # (""1234"", no quotes) loses to a well-formed body value
+        header = headers.get("ETag")
+        annotated = body.get("@odata.etag") if isinstance(body, dict) else None
+        if header and not _well_formed_etag(header) and _well_formed_etag(annotated):
+            header = None
+        self.etag: Optional[str] = normalise_etag(header) or normalise_etag(annotated)
         self.retry_after_s = parse_retry_after(headers.get("Retry-After"))
 
     def __repr__(self) -> str:
@@ -328,19 +366,21 @@ class Transport:
         rel = self._rel(url)
         idempotent = method in ("GET", "HEAD", "DELETE", "PUT")
         retries = self.settings.retries
-        attempt = 0
+        attempt = hops = 0
+        headers = dict(headers or {})
+        if etag:
+            # sent as given, never dropped: sushy's patch() re-sends without If-Match on 412 and the
+            # write then lands over whatever changed meanwhile (DSP0266 §"ETags")
+            headers["If-Match"] = etag
         while True:
             retry_after = None
             try:
                 self._tls.last = None
                 with self._sem:
-                    kwargs: dict[str, Any] = {"server_side_retries_left": 0}
+                    kwargs: dict[str, Any] = {"server_side_retries_left": 0, "allow_redirects": False}
                     if files is not None:
                         kwargs["files"] = files
-                    if method == "PATCH":
-                        rsp = self._conn.patch(url, data=body, headers=dict(headers or {}), etag=etag, **kwargs)
-                    else:
-                        rsp = self._conn._op(method, url, data=body, headers=headers, **kwargs)
+                    rsp = self._conn._op(method, url, data=body, headers=headers, **kwargs)
             except sushy_exc.HTTPError as exc:
                 if exc.status_code in ok_statuses and getattr(self._tls, "last", None) is not None:
                     return self._wrap_response(self._tls.last)
@@ -374,6 +414,11 @@ class Transport:
                     raise err from None
                 retry_after = w.retry_after_s
             else:
+                if rsp.status_code in REDIRECTS and rsp.headers.get("Location"):
+                    target = self._redirect(method, url, rsp.status_code, rsp.headers["Location"], hops)
+                    if target is not None:
+                        url, rel, hops = target, self._rel(target), hops + 1
+                        continue
                 wrapped = self._wrap_response(rsp)
                 if expect_json and not isinstance(wrapped.body, dict):
                     shown = wrapped.text_excerpt if wrapped.body is None else json.dumps(wrapped.body)[:EXCERPT]
@@ -387,6 +432,35 @@ class Transport:
                     return wrapped
             self._sleep(self._delay(attempt, retry_after))
             attempt += 1
+
+    def _redirect(self, method: str, url: str, status: int, location: str, hops: int) -> Optional[str]:
+        """Where to send ``method`` after a ``status`` redirect to ``location``, or None to keep the answer.
+
+        GET/HEAD follow a redirect on the same host; a port or scheme change becomes this BMC's base URL, once,
+        with a warning (its credentials stay with it).  A write keeps a 303 (its Location is the task monitor,
+        DSP0266 §"Asynchronous operations") and is re-sent for 307/308 on the same host (RFC 9110 §15.4.8/9);
+        301/302 are refused: a client may re-send them as a GET (RFC 9110 §15.4.2/3), so the write was never
+        done.  Another host, or more than :data:`MAX_REDIRECTS` hops, is refused too.
+        """
+        target = urljoin(url, location)
+        src, dst = urlsplit(url), urlsplit(target)
+        what = "HTTP %s redirect of %s %s to %s" % (status, method, self._rel(url), target)
+        if hops >= MAX_REDIRECTS:
+            why = "more than %d redirects" % MAX_REDIRECTS
+        elif dst.hostname != src.hostname:
+            why = "another host; not followed with this BMC's credentials"
+        elif method in ("GET", "HEAD") or status in (307, 308):
+            if (dst.scheme, dst.netloc) != (src.scheme, src.netloc):
+                base = urlunsplit((dst.scheme, dst.netloc, "", "", ""))
+                self._warn("%s redirects to %s; using it as the BMC's base URL" % (self.host, base))
+                self.base_url = base
+            return target
+        elif status == 303:
+            return None
+        else:
+            why = "a %s is not re-sent as a GET; the BMC did not act on it" % method
+        raise RedfishHTTPError("%s: %s" % (what, why), where="%s %s" % (self.host, self._rel(url)), status=status,
+                               method=method, path=self._rel(url))
 
     # ------------------------------------------------------------------ reads
     def get(self, path: str) -> dict[str, Any]:

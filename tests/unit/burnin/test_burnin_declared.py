@@ -29,8 +29,9 @@ def _plan_only(manifest, profile):
 
 @pytest.mark.parametrize("sku,profile", CASES)
 def test_every_declared_test_has_a_gate_row(sku, profile):
-    """The runner tiers all pass and the fabric tier reports nothing: the declared fabric tests still have rows,
-    and where they are required the gate is not a pass."""
+    """What the role does: the runner's rows, then one row per declared fabric test from fabric_test (here none
+    measured: not_run), then gate_record with burnin_run's declared.  Every declared test has a row; a run whose
+    fabric tier reported nothing still gates on the fabric tests, so a required one keeps the gate closed."""
     manifest = _sku.load_manifest(str(ROOT / "skus" / sku))
     out = _plan_only(manifest, profile)
     declared_tests = [t["name"] for tier in manifest["burn_in"]["tiers"] for t in tier["tests"]]
@@ -38,16 +39,21 @@ def test_every_declared_test_has_a_gate_row(sku, profile):
     runner_rows = [{"name": t["name"], "status": "pass"} for t in out["plan"] if t["tier"] in P.RUNNER_TIERS]
     runner_rows += [{"name": P.XID_CHECK % tier, "status": "pass"} for tier in P.RUNNER_TIERS
                     if any(t["tier"] == tier for t in out["plan"])]
-    results, verdict = gate_ops.evaluate("n1", "burn_in", runner_rows, "r1", out["optional"], (),
-                                         declared=out["declared"])
-    rows = {r.check: r for r in results}
-    assert set(out["declared"]) <= set(rows)
     fabric = [t["name"] for t in out["fabric_tests"]]
     assert fabric, "every shipped SKU declares a fabric tier"
-    for name in fabric:
-        assert rows[name].status == "not_run" and "no result was recorded" in rows[name].reason
-    if set(fabric) - set(out["optional"]):
-        assert verdict.status == "not_run" and set(fabric) - set(out["optional"]) <= set(verdict.failing)
+    fabric_rows = [{"name": name, "status": "not_run", "reason": "not measured by the fabric tier in this run"}
+                   for name in fabric]
+    results, _verdict = gate_ops.evaluate("n1", "burn_in", runner_rows + fabric_rows, "r1", out["optional"], (),
+                                          declared=out["declared"])
+    assert set(out["declared"]) <= {r.check for r in results}
+    # the fabric tier reported nothing at all: the declaration still gates on every fabric test
+    _results, verdict = gate_ops.evaluate("n1", "burn_in", runner_rows, "r1", out["optional"], (),
+                                          declared=out["declared"])
+    required = set(fabric) - set(out["optional"])
+    if required:
+        assert verdict.status == "not_run" and required <= set(verdict.failing)
+    else:
+        assert verdict.status == "pass"
 
 
 @pytest.mark.parametrize("sku,profile", CASES)
@@ -73,7 +79,9 @@ def test_a_kind_nothing_implements_is_an_error_naming_sku_tier_and_test(repo_roo
     assert manifest["sku"] in str(err.value)
     assert "tier gpu" in str(err.value) and "nvidia_smi_health" in str(err.value)
     manifest = _sku.load_manifest(str(repo_root / "skus" / "dgx_h100.yml"))
-    manifest["burn_in"]["tiers"][3]["tests"][0]["kind"] = "gpu_burn"  # a runner kind in the fabric tier
+    # a runner kind in the fabric tier (with keys gpu_burn knows, so the SKU's key check lets it through)
+    manifest["burn_in"]["tiers"][3]["tests"][0] = {"name": "fabric_pairwise", "kind": "gpu_burn", "timeout_s": 60}
+    manifest["profiles"]["lab"]["burn_in"]["tests"].pop("fabric_pairwise")
     with pytest.raises(ManifestError, match="tier fabric"):
         P.check_kinds(manifest, C.KINDS)
     with pytest.raises(ManifestError, match="fabric_pairwise"):
@@ -82,28 +90,12 @@ def test_a_kind_nothing_implements_is_an_error_naming_sku_tier_and_test(repo_roo
 
 def test_declared_check_missing_from_the_run_is_judged_on_its_latest_result():
     """A partial rerun (only cpu_stress) never passes over an earlier failure of another declared check."""
-    prior = [CheckResult(node="n1", stage="burn_in", check="gpu_burn", status="fail", reason="GPU 3 FAULTY"),
-             CheckResult(node="n1", stage="burn_in", check="dcgm_diag", status="pass")]
+    earlier = [CheckResult(node="n1", stage="burn_in", check="gpu_burn", status="fail", reason="GPU 3 FAULTY"),
+               CheckResult(node="n1", stage="burn_in", check="dcgm_diag", status="pass")]
     results, verdict = gate_ops.evaluate("n1", "burn_in", [{"name": "cpu_stress", "status": "pass"}], "r2",
-                                         declared=["cpu_stress", "gpu_burn", "dcgm_diag"], prior=prior)
+                                         declared=["cpu_stress", "gpu_burn", "dcgm_diag"], earlier=earlier)
     assert verdict.status == "fail" and verdict.failing == ["gpu_burn"]
-    # prior results are judged, not recorded again
-    assert [r.check for r in results] == ["cpu_stress"]
+    assert [r.check for r in results] == ["cpu_stress"]  # earlier results are judged, not recorded again
     _results, verdict = gate_ops.evaluate("n1", "burn_in", [{"name": "cpu_stress", "status": "pass"}], "r2",
-                                          declared=["cpu_stress", "dcgm_diag"], prior=prior)
-    assert verdict.status == "pass"
-    # without declared, the old behaviour: only the checks handed in
-    _results, verdict = gate_ops.evaluate("n1", "burn_in", [{"name": "cpu_stress", "status": "pass"}], "r2")
-    assert verdict.status == "pass"
-
-
-def test_gate_record_reads_the_ledger_for_declared_checks(ledger_path):
-    params = {"ledger": ledger_path, "node": "n1", "stage": "burn_in", "run_id": "r1", "optional": [], "waive": [],
-              "checks": [{"name": "gpu_burn", "status": "fail", "reason": "GPU 3 FAULTY"},
-                         {"name": "cpu_stress", "status": "pass"}]}
-    assert gate_ops.gate_record(params, False)["gate"]["status"] == "fail"
-    rerun = dict(params, run_id="r2", checks=[{"name": "cpu_stress", "status": "pass"}],
-                 declared=["cpu_stress", "gpu_burn", "fabric_pairwise"])
-    out = gate_ops.gate_record(rerun, False)
-    assert out["gate"]["status"] == "fail" and out["gate"]["failing"] == ["gpu_burn"]
-    assert {r["check"]: r["status"] for r in out["results"]} == {"cpu_stress": "pass", "fabric_pairwise": "not_run"}
+                                          declared=["cpu_stress", "fabric_pairwise"])
+    assert verdict.status == "not_run" and verdict.failing == ["fabric_pairwise"]

@@ -99,7 +99,7 @@ def test_verify_file(plugin_factory, tmp_path):
         assert plugin.verify_file(str(path)) is ok, name
 
 
-def test_demo_groups_and_hostvars(parse, demo, tmp_path):
+def test_demo_groups_and_hostvars(parse, demo, tmp_path, repo_root):
     inventory = parse(demo())
     assert len(inventory.hosts) == 18
     assert _members(inventory, "spares") == ["gpu-r02-u42", "gpu-r02-u47"]
@@ -116,7 +116,8 @@ def test_demo_groups_and_hostvars(parse, demo, tmp_path):
                                                   "symphony_gate": None, "symphony_gate_reason": "",
                                                   "symphony_passed": [],
                                                   "symphony_ledger": str(tmp_path / "ledger.sqlite"),
-                                                  "symphony_inventory_ledger": str(tmp_path / "ledger.sqlite")}
+                                                  "symphony_inventory_ledger": str(tmp_path / "ledger.sqlite"),
+                                                  "symphony_sku_dir": str(repo_root / "skus")}
     expected = inventory.groups["sku_hgx_h100_supermicro"].get_vars()["symphony_expected"]
     assert expected["system"]["model"] == "SYS-821GE-TNHR" and expected["bom"]["gpus"]["count"] == 8
 

@@ -71,7 +71,7 @@ def test_migration_from_version_1_keeps_rows(tmp_path):
     db.close()
     ledger = _ledger.open_ledger("sqlite:///" + path)
     try:
-        assert ledger._query("PRAGMA user_version")[0][0] == _ledger.SCHEMA_VERSION == 2
+        assert ledger._query("PRAGMA user_version")[0][0] == _ledger.SCHEMA_VERSION == 3
         assert [(r.check, r.status, r.reason) for r in ledger.current_results("n1")] == [("bmc_login", "fail", "401")]
         ledger.record_event("n1", "drain", {"reason": "XID 79"})  # the table migration 2 added
         assert ledger.events("n1")[0]["data"] == {"reason": "XID 79"}
@@ -84,7 +84,7 @@ def test_newer_schema_and_unknown_backends_are_refused(tmp_path):
     db = sqlite3.connect(path)
     db.execute("PRAGMA user_version = 99")
     db.close()
-    with pytest.raises(LedgerError, match="ledger schema version 99 is newer than this collection's 2"):
+    with pytest.raises(LedgerError, match="ledger schema version 99 is newer than this collection's 3"):
         _ledger.open_ledger(path)
     with pytest.raises(LedgerError, match="PostgreSQL ledger backend is not available"):
         _ledger.open_ledger("postgresql://ledger.example.internal/symphony")

@@ -223,13 +223,22 @@ def test_multipart_push_checks_uploaded_bytes(make_bmc, clock):
     body, headers = _multipart({"Targets": [], "Oem": {"Symphony": {"ExpectedSha256": hashlib.sha256(image).hexdigest()}}},
                                image)
     resp = c.request("POST", ROOT + "/UpdateService/upload", raw=body, headers=headers)
+    # Supermicro (this SKU's BMC): the verify task is in the body, no Location; the image waits for StartUpdate
+    assert resp.status == 202 and "Location" not in resp.headers
+    verify = resp.json()["@odata.id"]
+    clock.advance(1.01)
+    assert c.get(verify).json()["Messages"][-1]["MessageId"] == "Update.1.3.AwaitToUpdate"
+    assert bmc.describe()["staged_firmware"] == {}
+    resp = c.post(ROOT + "/UpdateService/Actions/UpdateService.StartUpdate", {})
     task = c.get(_run_task(c, clock, resp, 1.01)).json()
     assert task["TaskStatus"] == "OK"
     assert bmc.describe()["staged_firmware"]["bios"] == "BIOS Date: 09/09/2024 Ver 2.0"
     assert bmc.describe()["tasks"][0]["sha256"] == hashlib.sha256(image).hexdigest()
     body, headers = _multipart({}, b"not a firmware image")
     resp = c.request("POST", ROOT + "/UpdateService/upload", raw=body, headers=headers)
-    assert c.get(_run_task(c, clock, resp, 1.01)).json()["TaskState"] == "Exception"
+    assert resp.status == 202
+    clock.advance(1.01)
+    assert c.get(resp.json()["@odata.id"]).json()["TaskState"] == "Exception"
 
 
 def test_sessions_limit_delete_and_stale_token(make_bmc, clock):

@@ -3,7 +3,8 @@ zero false fails on the checks that decide what the node is.
 
 The matching SKU is the shipped manifest written from the capture (``skus/``) or, for captures no SKU ships for,
 a minimal one written here from what a person reads in the capture files.  The non-matching SKU is the next
-row's (rows ordered so that no two neighbours are the same server model).  With the matching SKU every identity and bill-of-materials check passes; with the other one the checks that tell the two apart fail.
+row's (rows ordered so that no two neighbours are the same server model).  With the matching SKU every identity
+and bill-of-materials check passes; with the other one the checks that tell the two apart fail.
 """
 
 import pathlib
@@ -55,7 +56,6 @@ ROWS = [
 ]
 # Not a server: the DMTF cooling unit (a CDU) has no ComputerSystem, so no SKU of a node can pass on it.
 NOT_A_NODE = ["dmtf-public-cooling-unit"]
-
 
 
 def _row(capture):

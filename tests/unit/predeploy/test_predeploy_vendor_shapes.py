@@ -116,8 +116,9 @@ def write_tree(root, tree):
     return root
 
 
-def audit(tmp_path, tree, manifest=MANIFEST, system_id="Node0", script=()):
+def audit(tmp_path, tree, manifest=None, system_id="Node0", script=()):
     """Observe and judge one node on ``tree``; ``script``: ``(method, path, (status, headers, body))`` answers."""
+    manifest = MANIFEST if manifest is None else manifest
     node = {"hostname": "n1", "site": "s1", "rack": "r1", "u": 3, "sku": manifest["sku"], "serial": "ENC1",
             "bmc_mac": "aa:bb:cc:dd:ee:ff", "bmc_address": "10.0.0.3"}
     if system_id:
@@ -272,7 +273,7 @@ def test_unreadable_secondary_chassis_blocks_only_what_it_feeds(tmp_path):
     tree = blade_tree(nodes=("1",), gpus=0)
     tree[V1 + "/Chassis"] = coll(V1 + "/Chassis", [V1 + "/Chassis/Enclosure", V1 + "/Chassis/1", V1 + "/Chassis/PSU"])
     script = [("GET", V1 + "/Chassis/PSU", (200, {}, {"error": {"code": "Base.1.8.InternalError",
-                                                               "message": "sensor bus timeout"}}))]
+                                                                "message": "sensor bus timeout"}}))]
     res, gate, _obs = audit(tmp_path, tree, hpe_manifest(0), system_id=None, script=script)
     assert res["inventory_read"].status == PASS
     assert res["psus"].status == NOT_RUN and "InternalError" in res["psus"].reason

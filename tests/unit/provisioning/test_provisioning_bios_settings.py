@@ -2,10 +2,15 @@
 check mode writes nothing, and after a reset only a fresh read decides (a BMC that accepts the PATCH but never
 applies it fails with both values)."""
 
+from types import SimpleNamespace
+
 import pytest
 
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import CheckResult
 from ansible_collections.symphony.cluster.plugins.module_utils._provision import bios as _bios
+from ansible_collections.symphony.cluster.plugins.module_utils._provision import verify as _verify
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import RedfishError, ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.errors import RedfishHTTPError, RedfishTaskError
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import NodeInventory
 
 BIOS = "/redfish/v1/Systems/1/Bios"
@@ -132,3 +137,83 @@ def test_bad_timings_refused_before_any_write(bmc, kwargs, where):
     with pytest.raises(ValidationError) as info:
         _bios.apply_bios_settings(fake, {"A": "2"}, reset=True, sleep=lambda s: None, **kwargs)
     assert info.value.where == where and fake.writes == []
+
+
+# ------------------------------------------------------------------ issue 16: BIOS configuration jobs (Dell)
+class DellJobBmc(ScriptedBmc):
+    """Dell: the PATCH answer names a job; ``Bios`` shows the pending values at once, the job runs later."""
+
+    def __init__(self, job_states, **kwargs):
+        super().__init__(**kwargs)
+        self.job_states = list(job_states)
+        self.job_reads = 0
+
+    def inventory(self, client, system_id=None, sections=()):
+        inv = super().inventory(client, system_id, sections)
+        inv.bios["attributes"].update(self.pending)   # pending values shown before the job ran
+        return inv
+
+    def patch(self, path, body):
+        out = super().patch(path, body)
+        out.update(status=202, task_monitor="/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_1")
+        return out
+
+    def post(self, path, body):
+        self.writes.append(("POST", path, body))
+        return {"status": 204}
+
+    def wait_task(self, uri, timeout_s, poll_s):
+        self.job_reads += 1
+        state = self.job_states.pop(0)
+        if state != "Completed":
+            raise RedfishTaskError("task %s ended %s: Unable to apply BIOS settings" % (uri, state))
+        return {"state": state}
+
+
+def test_reset_waits_for_the_bios_job_before_reading_back(bmc, monkeypatch):
+    fake = DellJobBmc(["Failed"], current={"ProcTurboMode": "Disabled"})
+    monkeypatch.setattr(_bios, "read_inventory", fake.inventory)
+    # before: the early read of Bios showed the pending value and the run said "applied"
+    with pytest.raises(RedfishError, match="BIOS configuration job .*JID_1 failed: .*ended Failed"):
+        _bios.apply_bios_settings(fake, {"ProcTurboMode": "Enabled"}, reset=True, poll_s=0, timeout_s=5,
+                                  sleep=lambda s: None)
+    assert fake.job_reads == 1
+
+
+def test_completed_bios_job_then_fresh_read(bmc, monkeypatch):
+    fake = DellJobBmc(["Completed"], current={"ProcTurboMode": "Disabled"})
+    monkeypatch.setattr(_bios, "read_inventory", fake.inventory)
+    out = _bios.apply_bios_settings(fake, {"ProcTurboMode": "Enabled"}, reset=True, poll_s=0, timeout_s=5,
+                                    sleep=lambda s: None)
+    assert out["state"] == "applied" and out["job"] == "Completed"
+
+
+class CommittedBmc(ScriptedBmc):
+    """Dell SYS011: an earlier configuration job holds the settings."""
+
+    def patch(self, path, body):
+        raise RedfishHTTPError("HTTP 400; IDRAC.2.8.SYS011: Pending configuration values are already "
+                               "committed, unable to perform another set operation.", status=400,
+                               extended_info=[{"MessageId": "IDRAC.2.8.SYS011"}])
+
+    def members(self, uri):
+        assert uri == "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs"
+        return [{"Id": "JID_0", "JobState": "Completed"},
+                {"Id": "JID_7", "JobState": "Scheduled", "Message": "Task successfully scheduled."}]
+
+
+def test_committed_settings_name_the_blocking_job(bmc, monkeypatch):
+    fake = CommittedBmc(current={"ProcTurboMode": "Disabled"})
+    monkeypatch.setattr(_bios, "read_inventory", fake.inventory)
+    with pytest.raises(RedfishError, match=r"SYS011.*held by JID_7 \(Scheduled: Task successfully scheduled.\)"):
+        _bios.apply_bios_settings(fake, {"ProcTurboMode": "Enabled"})
+
+
+def test_verify_reads_the_bios_only_after_its_job(monkeypatch):
+    fake = DellJobBmc(["Failed"], current={})
+    monkeypatch.setattr(_verify, "read_inventory", lambda *a, **k: pytest.fail("read before the job ended"))
+    row = CheckResult("n1", "provisioning", "bios_settings", "pass", "pending",
+                      evidence={"job": "/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_1"})
+    nd = SimpleNamespace(client=fake, results=[row], settings=SimpleNamespace(task_timeout_s=5, poll_s=0))
+    out = _verify.verify(nd)
+    assert out.status == "fail" and "JID_1 failed" in out.reason and out.evidence["job"].endswith("JID_1")

@@ -7,6 +7,7 @@ sends no write.  The same flow as tests/integration/test_provisioning_emulator.p
 
 import json
 import os
+from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -80,7 +81,8 @@ def test_converge_record_and_rerun_without_writes(fleet):
     oob, ver = _converge(fleet)
     checks = {c["check"]: c for c in oob["hosts"]["pv-u06"]["checks"]}
     assert checks["firmware:bmc"]["reason"].startswith("updated to 11.01.01; the BMC rebooted itself")
-    assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged; activates at the "
+    assert checks["firmware:bios"]["reason"] == ("BIOS Date: 08/04/2023 Ver 1.4 staged (task "
+                                                 "/redfish/v1/TaskService/Tasks/4 Completed); activates at the "
                                                  "runtime boot reset (host_reset)")
     assert checks["runtime_boot"]["status"] == "pass"
     bios = {c["check"]: c for c in oob["hosts"]["pv-u10"]["checks"]}["bios_settings"]
@@ -99,6 +101,13 @@ def test_converge_record_and_rerun_without_writes(fleet):
     finally:
         ledger.close()
     assert {r.run_id for r in rows} == {oob["run_id"]}
+    # issue 16: every firmware pass/staged row carries its task and the task's final state; the Supermicro push
+    # went through its two phases (verify task from the 202 body, then StartUpdate's task)
+    fw_rows = [r for r in rows if r.check.startswith("firmware:") and r.evidence.get("method")]
+    assert fw_rows and all(r.evidence["task"]["uri"] and r.evidence["task"]["state"] == "Completed" for r in fw_rows)
+    bios_row = next(r for r in fw_rows if r.check == "firmware:bios")
+    assert bios_row.evidence["start_update_task"]["uri"] == "/redfish/v1/TaskService/Tasks/4"
+    assert bios_row.evidence["staged"] == "BIOS Date: 08/04/2023 Ver 1.4"
     assert {r.check for r in rows} >= {"inventory_read", "firmware:bmc", "bios_settings", "runtime_boot", "verify"}
     assert gates["pv-u06"]["provisioning"].status == gates["pv-u10"]["provisioning"].status == "pass"
 
@@ -114,3 +123,29 @@ def test_plan_phase_reads_and_writes_nothing(fleet):
     assert out["writes"] == 0 and out["changed"] is False
     assert out["diff"]["before"]["pv-u10"] and out["plan_lines"]
     assert [c["check"] for c in out["hosts"]["pv-u06"]["checks"]] == ["inventory_read"]
+
+
+def test_a_node_another_run_holds_is_not_touched(fleet):
+    """Issue 25: a rerun raced a killed run's module (double uploads, double resets); now it stops for that node."""
+    ledger = open_ledger(fleet["settings"].ledger)
+    holder = {"run_id": "prov-other", "host": "controller-2.example", "pid": 4242, "stage": "provisioning"}
+    ledger.acquire_leases(["pv-u06"], holder, ttl_s=600)
+    oob = run_stage(fleet["nodes"], fleet["skus"], fleet["settings"], "out_of_band")
+    entry = oob["hosts"]["pv-u06"]
+    assert entry["writes"] == 0 and "gate" not in entry
+    assert "leased by run prov-other on host controller-2.example pid 4242" in entry["error"]
+    assert oob["hosts"]["pv-u10"]["writes"] > 0
+    assert ledger.history("pv-u06", "provisioning") == []
+    assert [(lease["node"], lease["run_id"]) for lease in ledger.leases()] == [("pv-u06", "prov-other")]
+    ledger.close()
+
+
+def test_one_gate_row_per_node_per_run_when_the_bmc_cannot_be_read(fleet):
+    """Issue 25: out_of_band recorded a gate for an unreadable BMC, and verify of the same run a second one."""
+    fleet["bmcs"]["pv-u10"].handle = lambda *args, **kwargs: SimpleNamespace(abort=True)
+    oob, ver = _converge(fleet)
+    assert oob["hosts"]["pv-u10"]["gate"]["status"] == ver["hosts"]["pv-u10"]["gate"]["status"] == "fail"
+    ledger = open_ledger(fleet["settings"].ledger)
+    rows = ledger._query("SELECT node, run_id FROM gates ORDER BY node")
+    ledger.close()
+    assert rows == [("pv-u06", oob["run_id"]), ("pv-u10", oob["run_id"])]

@@ -1,0 +1,49 @@
+"""roles/common: a stage reads SKU manifests only from the twin inventory's symphony_sku_dir (issue 25).
+
+Pre-deployment and provisioning defaulted to the collection's skus/ while the inventory and burn-in read the
+twin's sku_dir, so a site's edited SKU was silently not enforced there.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+PLAY = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
+         "roles": [{"role": "symphony.cluster.common"}]}]
+
+
+def _play(repo_root, tmp_path, extra):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump(PLAY))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(repo_root / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(repo_root / "build" / "collections"), ANSIBLE_NOCOLOR="1")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", str(playbook)]
+    for key, value in extra.items():
+        cmd += ["-e", "%s=%s" % (key, value)]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_role_sku_dir_elsewhere_stops_the_play(repo_root, tmp_path):
+    site = tmp_path / "site-skus"
+    site.mkdir()
+    out = _play(repo_root, tmp_path, {"symphony_sku_dir": str(site), "provisioning_sku_dir": str(repo_root / "skus")})
+    assert out.returncode != 0, out.stdout
+    text = " ".join(out.stdout.split())
+    assert "provisioning_sku_dir is %s" % (repo_root / "skus") in text
+    assert "the twin inventory loaded the SKU manifests from %s" % site in text
+
+
+def test_the_same_directory_by_another_path_passes(repo_root, tmp_path):
+    link = tmp_path / "skus-link"
+    link.symlink_to(repo_root / "skus")
+    out = _play(repo_root, tmp_path, {"symphony_sku_dir": str(repo_root / "skus"), "pre_deployment_sku_dir": str(link)})
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("role", ["pre_deployment", "provisioning"])
+def test_stage_roles_default_to_the_inventory_sku_dir(repo_root, role):
+    defaults = yaml.safe_load((repo_root / "roles" / role / "defaults" / "main.yml").read_text())
+    assert defaults["%s_sku_dir" % role].startswith("{{ symphony_sku_dir | default(")
