@@ -102,15 +102,6 @@ options:
     type: list
     elements: str
     default: []
-  declared:
-    description:
-      - Every check the stage's declaration (the SKU) requires a row for, e.g. C(burnin_run)'s C(declared).
-      - The gate is built from these names and O(checks), never from O(checks) alone. A declared check not in
-        O(checks) is judged on its latest result in the ledger, or else recorded C(not_run) saying no result was
-        recorded, so a run that carries only some of the declared checks can never pass the gate.
-    type: list
-    elements: str
-    default: []
   waive:
     description: Operator waivers to record with this run.
     type: list
