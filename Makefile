@@ -24,7 +24,8 @@ DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-cl
                 chromium rsync procps
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
-        test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean
+        test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \
+        device-wheels device-check device-collect
 
 help:
 	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
@@ -33,6 +34,7 @@ help:
 	@echo "make test-under-load - unit + integration while stress-ng keeps both cores and the disk busy"
 	@echo "make bench  - benchmarks, each writing build/bench/<name>.json"
 	@echo "make lab-up / lab-down - the lab hosts (network namespaces, sshd, Slurm; needs root)"
+	@echo "make device-check - prepare and test here what tests/device/run.sh carries to a GPU machine"
 
 bootstrap: venv debs collection
 
@@ -125,6 +127,39 @@ demo: bootstrap
 
 demo-down: venv collection
 	$(PY) -m symphony_demo down
+
+# The device check (tests/device/run.sh, issue 20) runs on a GPU machine with no package index: it carries the
+# collection's requirements as wheels for that machine's Python (3.12, x86-64).  `make device-check` builds them
+# into build/device/wheels, checks that they fit what one device call carries (64 MiB with the tree), runs
+# tests/device (an offline install from the bundle alone, run.sh on a fake GPU) and prints the one call to make.
+DEVICE_WHEELS    := $(ROOT)/build/device/wheels
+DEVICE_PYTHON    ?= 3.12
+DEVICE_MAX_MIB   ?= 40
+DEVICE_PLATFORMS := manylinux1_x86_64 manylinux2014_x86_64 manylinux_2_17_x86_64 manylinux_2_24_x86_64 \
+                    manylinux_2_27_x86_64 manylinux_2_28_x86_64 manylinux_2_31_x86_64 manylinux_2_34_x86_64
+device-wheels: $(DEVICE_WHEELS)/.stamp
+$(DEVICE_WHEELS)/.stamp: requirements.txt tests/device/requirements.txt | venv
+	rm -rf $(DEVICE_WHEELS) && mkdir -p $(DEVICE_WHEELS)
+	$(PY) -m pip download -q --only-binary=:all: --python-version $(DEVICE_PYTHON) --implementation cp \
+	  $(foreach p,$(DEVICE_PLATFORMS),--platform $(p)) -d $(DEVICE_WHEELS) -r tests/device/requirements.txt
+	@size=$$(du -sm $(DEVICE_WHEELS) | cut -f1); \
+	echo "device wheels: $$(ls $(DEVICE_WHEELS)/*.whl | wc -l) wheels, $$size MiB in $(DEVICE_WHEELS)"; \
+	test $$size -le $(DEVICE_MAX_MIB) || { echo "over $(DEVICE_MAX_MIB) MiB: one device call carries 64 MiB in all"; exit 1; }
+	touch $@
+
+device-check: device-wheels collection
+	SYMPHONY_DEVICE_BUNDLE=$(DEVICE_WHEELS) $(PY) -m pytest -q tests/device
+	@echo "ready: device run(command='bash tests/device/run.sh', carry=['build/device/wheels'], timeout_s=480)"
+
+# After a device run: DEVICE_OUT=<the folder its files came back to> make device-collect keeps its figures as
+# build/bench/validation_gpu.json and its nvidia-smi outputs as fixtures (tests/unit/burnin/test_device_fixtures.py).
+device-collect:
+	@test -n "$(DEVICE_OUT)" -a -f "$(DEVICE_OUT)/validation_gpu.json" || \
+	  { echo "set DEVICE_OUT to the folder holding the device run's validation_gpu.json"; exit 1; }
+	mkdir -p build/bench tests/fixtures
+	cp "$(DEVICE_OUT)/validation_gpu.json" build/bench/validation_gpu.json
+	cp "$(DEVICE_OUT)"/nvidia-smi-*.txt tests/fixtures/
+	@cat "$(DEVICE_OUT)/summary.txt"
 
 # The lab hosts: LAB_N network namespaces (1..16) with sshd + slurmd, slurmctld in the root namespace; needs root.
 # `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/, with

@@ -28,7 +28,8 @@ description:
     cluster_validation promoted into service, with C(symphony_promoted_for) naming the node each replaced; they
     leave C(spares)), C(stage_<stage>) (the stage of the node's
     furthest gate, C(stage_racked) before any gate), C(gate_<pass|fail|blocked|not_run>) (that gate's status) and
-    C(passed_<stage>) for every stage whose current gate passed (what the next stage's playbook targets)."
+    C(passed_<stage>) for every stage whose current gate passed (what the next stage's playbook targets), and
+    C(handed_off) for the nodes whose cluster_validation gate passed (what fleet_audit targets)."
   - Gate state is read from the ledger on every parse, never cached; the twin and SKU part is cached when
     O(cache) is on.
   - All or nothing, an invalid twin or manifest fails the whole source, naming the file, node and JSON path.
@@ -189,7 +190,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for key, value in defaults.items():
             raw.set_variable("all", key, value)
         # always present, even empty (every spare promoted), so groups['spares'] in a template never breaks
-        for name in ("spares", "promoted_spares"):
+        for name in ("spares", "promoted_spares", "handed_off"):
             self.inventory.add_group(name)
         for sku, manifest in records["skus"].items():
             group = self.inventory.add_group(self._sanitize_group_name("sku_" + sku))
@@ -206,6 +207,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 hostvars.update(symphony_stage=stage, symphony_gate=gate, symphony_gate_reason=reason,
                                 symphony_passed=passed)
                 groups += ["stage_" + stage, "gate_" + gate] + ["passed_" + p for p in passed]
+                if "cluster_validation" in passed:
+                    groups.append("handed_off")  # what fleet_audit targets; its own gate never removes a node
             else:
                 groups.append("stage_racked")
             if host in promoted and "spares" in groups:

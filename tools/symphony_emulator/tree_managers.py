@@ -62,11 +62,13 @@ def add_update_service(t, spec, state):
     sku = spec.sku
     fw_members = []
     for comp in sku["firmware"]:
-        for fid in spec.firmware_ids(comp):
+        # match.names: the member Names as the capture gives them, index for index with match.ids
+        names = (comp.get("match") or {}).get("names") or []
+        for index, fid in enumerate(spec.firmware_ids(comp)):
             uri = "%s/UpdateService/FirmwareInventory/%s" % (ROOT, fid)
             fw_members.append(uri)
             t[uri] = {"@odata.id": uri, "@odata.type": T["SoftwareInventory"], "Id": fid,
-                      "Name": comp.get("name", fid), "Version": state.versions[comp["id"]], "Updateable": True,
+                      "Name": names[index] if index < len(names) else comp.get("name", fid), "Version": state.versions[comp["id"]], "Updateable": True,
                       "SoftwareId": comp["id"], "Status": ok_status()}
     t[ROOT + "/UpdateService/FirmwareInventory"] = collection(ROOT + "/UpdateService/FirmwareInventory",
                                                               "SoftwareInventory", "Firmware Inventory Collection",

@@ -9,11 +9,11 @@ the XIDs, MCE and AER errors logged since become the check ``<tier>_xid_scan`` (
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .._core.errors import ToolNotFoundError
 from .._core.gate import Outcome, failed, passed
+from .._host.kmsg_read import read_kmsg
 from .._host.parsers.kmsg import parse_kernel_log, scan_hardware_errors
 from .._host.parsers.xid import deduplicate, events_from_records
 from .executor import Executor
@@ -33,24 +33,7 @@ class KernelLog:
         self.used: str | None = None  # the source the last read came from
 
     def _read_kmsg(self):
-        fd = os.open(self.kmsg_path, os.O_RDONLY | os.O_NONBLOCK)
-        chunks = []
-        try:
-            while True:
-                try:
-                    data = os.read(fd, 65536)
-                except BlockingIOError:
-                    break
-                except OSError as exc:  # EPIPE: record overwritten while reading; keep going
-                    if exc.errno == 32:
-                        continue
-                    raise
-                if not data:
-                    break
-                chunks.append(data.decode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-        return "".join(c if c.endswith("\n") else c + "\n" for c in chunks)
+        return read_kmsg(self.kmsg_path)
 
     def read(self) -> tuple[str, str, list[dict]]:
         """``(source, text, records)`` of the whole current boot's kernel log."""

@@ -16,6 +16,7 @@ import os
 from typing import Any, Dict, List
 
 from .errors import ManifestError
+from .match import compile_match
 from .schema import validate_document, load_yaml_file
 from .testkinds import NOT_EXPECTED_PARTS, TEST_KINDS, check_burn_in_keys, kind_schema
 
@@ -37,6 +38,8 @@ _PCIE = {
         "gen": {"type": "integer", "minimum": 1, "maximum": 7},
     },
 }
+# In-band software a SKU may pin (fleet_audit reads each with the tool named in _fleet_audit/observe.py).
+SOFTWARE_COMPONENTS = ("kernel", "gpu_driver", "cuda", "dcgm", "nccl", "ofed", "container_toolkit", "rocm")
 _SOURCES = {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}}
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean"]}}
 # A profile's threshold may instead be relative to a measured baseline (_burnin/calibration.py): a fraction of a
@@ -179,10 +182,14 @@ SKU_SCHEMA: Dict[str, Any] = {
                     # matched with re.fullmatch); count = how many members must match.
                     "match": {"type": "object", "additionalProperties": False,
                               "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                             # JMESPath on the member (Redfish SoftwareInventory fields)
+                                             "query": {"type": "string"},
                                              "count": {"type": "integer", "minimum": 1},
                                              # literal member Ids as the real BMC names them (the emulator
                                              # serves these; the audit matches with the regexes above)
-                                             "ids": {"type": "array", "items": {"type": "string"}}}},
+                                             "ids": {"type": "array", "items": {"type": "string"}},
+                                             # their Names, index for index (the emulator serves these too)
+                                             "names": {"type": "array", "items": {"type": "string"}}}},
                 },
             },
         },
@@ -210,6 +217,16 @@ SKU_SCHEMA: Dict[str, Any] = {
                            "gpu_power_limit_w": {"type": "number", "minimum": 0}},
         },
         "nccl_env": {"type": "object", "additionalProperties": {"type": "string"}},
+        # What runs in-band after handoff (fleet_audit drift): accepted version strings exactly as the node's own
+        # tool prints them, each with its source.  The names are fixed so a misspelt pin cannot pass unjudged.
+        "software": {
+            "type": "object", "additionalProperties": False,
+            "properties": {name: {"type": "object", "additionalProperties": False, "required": ["accepted", "source"],
+                                  "properties": {"accepted": {"type": "array", "minItems": 1,
+                                                              "items": {"type": "string", "minLength": 1}},
+                                                 "source": {"type": "string", "minLength": 1}}}
+                           for name in SOFTWARE_COMPONENTS},
+        },
         "burn_in": {
             "type": "object", "additionalProperties": False, "required": ["tiers"],
             "properties": {
@@ -306,6 +323,7 @@ def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
         if comp["id"] in seen:
             raise ManifestError("firmware id %r appears twice" % comp["id"], where=path)
         seen.add(comp["id"])
+        compile_match(comp.get("match") or {}, "%s.match" % path)
         if comp.get("target") and comp["target"] not in comp["accepted"]:
             raise ManifestError("target %r is not among the accepted versions %s"
                                 % (comp["target"], comp["accepted"]), where=path)

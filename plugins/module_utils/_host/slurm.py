@@ -185,6 +185,13 @@ class Slurm:
         validate_node_names([node])
         self._call(["scontrol", "update", "nodename=%s" % node, "state=RESUME"], where=node)
 
+    def running_jobs(self, node: str) -> list[str]:
+        """Ids of the jobs running on ``node`` now (``squeue --states=RUNNING --nodelist``)."""
+        validate_node_names([node])
+        out = self._call(["squeue", "--noheader", "--format=%i", "--states=RUNNING", "--nodelist=%s" % node],
+                         where=node)
+        return out.split()
+
     def node_states(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
         """``{node: {"state": "IDLE+DRAIN", "reason": "...", "addr": "10.77.0.12", "hostname": "lab2"}}``.
 

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from .._core.errors import ValidationError
 from .._core.gate import Outcome, failed, not_run, passed
+from .._core.match import describe, firmware_members
 from .graph import AuditContext
 from .parts import absent_parts, main_system, present_parts, slot_of, tolerate_gaps, unreadable
 
@@ -182,18 +183,21 @@ def check_firmware_inventory(ctx: AuditContext) -> Outcome:
                       "the BMC has not populated its firmware inventory: wait after AC power on, reset the BMC "
                       "if it stays empty")
     missing = []
+    ids_only = bool(ctx.inv.capabilities.get("firmware_ids_only"))
     for comp in ctx.manifest.get("firmware", []):
         match = comp.get("match") or {}
-        if not match.get("id") and not match.get("name"):
+        if not (match.get("id") or match.get("name") or match.get("query")):
             continue
-        # A member matches by its Id or by its Name: Name is the only usable key where Ids are 1..27.
-        found = [i for i in items if (match.get("id") and re.fullmatch(match["id"], i.id or ""))
-                 or (match.get("name") and re.fullmatch(match["name"], i.name or ""))]
+        found = firmware_members(comp, items, bodies=not ids_only)
         need = match.get("count", 1)
         if len(found) < need:
-            missing.append("%s (%s: %d of %d)" % (comp["id"], match.get("id") or match.get("name"), len(found), need))
-    observed = {"items": len(items)}
-    if not ctx.inv.capabilities.get("firmware_ids_only"):
+            missing.append("%s (%s: %d of %d)" % (comp["id"], describe(match), len(found), need))
+    observed: dict = {"items": len(items)}
+    queried = [c["id"] for c in ctx.manifest.get("firmware", []) if (c.get("match") or {}).get("query")]
+    if ids_only and queried:
+        # the member list carries Ids only: presence is judged here, the JMESPath query by the provisioning plan
+        observed["query_not_evaluated"] = queried
+    if not ids_only:
         observed["version_unknown"] = [i.id for i in items if i.version is None][:10]
     if missing:
         return failed("FirmwareInventory has no member for %s" % ", ".join(missing),

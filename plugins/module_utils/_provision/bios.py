@@ -26,7 +26,7 @@ from .._core.gate import Outcome, failed, passed
 from .._redfish.errors import RedfishHTTPError, RedfishTaskError
 from .._redfish.reader import read_inventory, reset_request
 from .._redfish.registries import message_key
-from .fwplan import MISSING, Step, attribute_value, bios_changes
+from .._core.fwplan import MISSING, Step, attribute_value, bios_changes
 
 SECTIONS = ("bios", "capabilities")
 # iDRAC9: jobs live under the manager (Managers/iDRAC.Embedded.1/Jobs); SYS011 = settings committed to a job

@@ -26,7 +26,7 @@ from .._core.errors import ValidationError
 from .._core.gate import PASS, Outcome, failed, passed
 from .._redfish.client import RedfishConnectionError, RedfishHTTPError, RedfishTaskError, RedfishTimeout
 from .._redfish.registries import message_key
-from .fwplan import FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, Step
+from .._core.fwplan import FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, Step
 from .node import STAGE, NodeRun, ProvisionSettings
 
 RESET_ACTIVATIONS = ("host_reset", "ac_cycle")

@@ -60,7 +60,7 @@ from .._redfish.reader import read_inventory
 from .._redfish.registries import MessageRegistries
 from .bios import apply_bios
 from .firmware import apply_oob_firmware
-from .fwplan import Step, build_plan, diff_of, format_plan
+from .._core.fwplan import Step, build_plan, diff_of, format_plan
 from .node import READ_SECTIONS, STAGE, NodeRun, ProvisionSettings, check_graph
 from .runtime import eject_runtime, runtime_boot
 from .verify import fresh_diff, inband_outcome, verify

@@ -13,7 +13,7 @@ from .._core.errors import RedfishError, SymphonyError
 from .._core.gate import NOT_RUN, Outcome, failed, not_run, passed
 from .._redfish.reader import read_inventory
 from .bios import wait_job
-from .fwplan import SKIP, UPDATE, Step, build_plan, diff_after
+from .._core.fwplan import SKIP, UPDATE, Step, build_plan, diff_after
 from .node import READ_SECTIONS, NodeRun
 
 

@@ -1,16 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
 # Apache License 2.0 (see LICENSE)
-"""CPU smoke pretraining workload for cluster_validation (CI and the lab).
+"""Smoke pretraining workload for cluster_validation (CI and the lab on CPUs; one GPU in tests/device).
 
 A small decoder-only transformer trained with DistributedDataParallel over gloo,
 launched by torchrun (one process per node).  Before training it measures the
-CPU's dense GEMM peak with a timed ``torch.matmul`` on the same threads, then prints
+device's dense GEMM peak with a timed ``torch.matmul`` (on the CPU: the same threads), then prints
 torchtitan's own log lines (``step: .. loss: .. tps: .. tflops: .. mfu: ..%``) so
 the same parser reads both.  The FLOPs per token are torchtitan's convention
 ``6*(N - N_emb) + 12*L*H*Q*T``; ``tps`` is tokens/s per process (per device, as
 torchtitan prints it).  Data are random token ids (a smoke test of the launch
 path, the collective and the arithmetic, not of learning).
+
+``--device cuda`` trains on the process's GPU (``LOCAL_RANK``; NCCL when distributed); ``--dtype bf16`` runs
+forward and loss under ``torch.autocast`` in bfloat16 (fp32 master weights), ``--dtype fp8`` additionally swaps
+the Linear layers for torchao's float8 training layers and exits 3 saying so where torchao is not installed.
 """
 
 import argparse
@@ -57,20 +61,29 @@ class Decoder(nn.Module):
         self.head = nn.Linear(dim, vocab, bias=False)
 
     def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
 
 
-def gemm_peak_tflops(size, repeats):
-    """Dense fp32 GEMM throughput of this process's threads: 2*n^3 FLOPs per matmul, best of ``repeats``."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def sync(device):
+    """Wait for the device's queued kernels (CUDA runs them asynchronously; a timing must include them)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def gemm_peak_tflops(size, repeats, device, dtype=torch.float32):
+    """Dense GEMM throughput on ``device`` in ``dtype``: 2*n^3 FLOPs per matmul, best of ``repeats``."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
     torch.matmul(a, b)
+    sync(device)
     best = float("inf")
     for dummy in range(repeats):
         start = time.perf_counter()
         torch.matmul(a, b)
+        sync(device)
         best = min(best, time.perf_counter() - start)
     return 2.0 * size ** 3 / best / 1e12
 
@@ -94,17 +107,35 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--gemm-size", type=int, default=1024)
     parser.add_argument("--gemm-repeats", type=int, default=5)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--dtype", choices=("fp32", "bf16", "fp8"), default="fp32")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            print("smoke_unsupported: PyTorch sees no CUDA device", flush=True)
+            return 3
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    float8 = None
+    if args.dtype == "fp8":
+        try:
+            from torchao.float8 import convert_to_float8_training as float8
+        except ImportError as exc:
+            print("smoke_unsupported: fp8 training needs torchao.float8 (%s)" % exc, flush=True)
+            return 3
+    compute = torch.float32 if args.dtype == "fp32" else torch.bfloat16
     distributed = "WORLD_SIZE" in os.environ
     if distributed:
-        dist.init_process_group("gloo")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     rank = dist.get_rank() if distributed else 0
     world = dist.get_world_size() if distributed else 1
 
-    peak = gemm_peak_tflops(args.gemm_size, args.gemm_repeats)
+    peak = gemm_peak_tflops(args.gemm_size, args.gemm_repeats, device, compute)
     peaks = [None] * world
     hosts = [None] * world
     if distributed:
@@ -113,7 +144,9 @@ def main(argv=None):
     else:
         peaks, hosts = [peak], [socket.gethostname() + "/" + os.environ.get("SLURMD_NODENAME", "")]
 
-    model = Decoder(args.vocab, args.dim, args.layers, args.heads, args.seq)
+    model = Decoder(args.vocab, args.dim, args.layers, args.heads, args.seq).to(device)
+    if float8 is not None:
+        float8(model)
     n_params = sum(p.numel() for p in model.parameters())
     n_emb = model.tok.weight.numel()
     # torchtitan: 6*(N - N_emb) + 12*L*H*Q*T with H*Q = dim.  (Position embeddings are
@@ -122,22 +155,26 @@ def main(argv=None):
     log(rank, "Model smoke decoder size: {:,} total parameters".format(n_params))
     log(rank, "Model shape: layers=%d dim=%d heads=%d seq=%d vocab=%d embedding_params=%d world_size=%d"
         % (args.layers, args.dim, args.heads, args.seq, args.vocab, n_emb, world))
-    log(rank, "Peak FLOPS used for computing MFU: %.3e (measured: torch.matmul fp32 %dx%d, %d thread(s))"
-        % (peak * 1e12, args.gemm_size, args.gemm_size, args.threads))
+    log(rank, "Peak FLOPS used for computing MFU: %.3e (measured: torch.matmul %s %dx%d on %s, %d thread(s))"
+        % (peak * 1e12, str(compute).replace("torch.", ""), args.gemm_size, args.gemm_size, device, args.threads))
+    log(rank, "Training on %s in %s" % (device, args.dtype))
     if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
     generator = torch.Generator().manual_seed(1000 + rank)
     post_warmup = []
     for step in range(1, args.steps + 1):
-        tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=generator)
+        tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=generator).to(device)
+        sync(device)
         start = time.perf_counter()
-        logits = model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, args.vocab), tokens[:, 1:].reshape(-1))
+        with torch.autocast(device.type, dtype=compute, enabled=compute != torch.float32):
+            logits = model(tokens[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, args.vocab).float(), tokens[:, 1:].reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        sync(device)
         elapsed = time.perf_counter() - start
         if distributed:
             dist.all_reduce(loss.detach(), op=dist.ReduceOp.AVG)
@@ -153,7 +190,7 @@ def main(argv=None):
         "embedding_params": n_emb, "layers": args.layers, "hidden": args.dim, "heads": args.heads,
         "seq_len": args.seq, "vocab": args.vocab, "flops_per_token": flops_per_token,
         "tokens_per_s_per_device": sum(post_warmup) / max(1, len(post_warmup)), "steps": args.steps,
-        "warmup": args.warmup,
+        "warmup": args.warmup, "device": str(device), "dtype": args.dtype,
     }
     log(rank, "smoke_summary: " + json.dumps(summary, sort_keys=True))
     if distributed:

@@ -2,15 +2,20 @@
 
 import json
 import os
+import sys
 import time
+
+import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import plan as P
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.checks import power as C
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.context import TestContext as Context
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.evidence import EvidenceStore
-from ansible_collections.symphony.cluster.plugins.module_utils._burnin.executor import Executor
+from ansible_collections.symphony.cluster.plugins.module_utils._burnin.executor import CommandResult, Executor
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.kernel_log import KernelLog
 from ansible_collections.symphony.cluster.plugins.module_utils._core import sku as _sku
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ToolNotFoundError
+from ansible_collections.symphony.cluster.plugins.module_utils._host import gpu_load
 from ansible_collections.symphony.cluster.plugins.module_utils._host import telemetry as T
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.power_csv import parse_query_csv
 from timescale import scaled
@@ -164,3 +169,56 @@ def test_hw_thermal_slowdown_events_fail_and_clocks_are_recorded():
     assert not ok and problems == ["GPU 0 1 hardware thermal slowdown event(s) > 0"]
     assert per_gpu["0"]["hw_thermal_events"] == 1 and per_gpu["0"]["min_sm_clock_mhz"] == 1680.0
     assert C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87)[0]   # not judged without the threshold
+
+
+class _NoToolsExecutor(Executor):
+    """No gpu_burn or dcgmproftester on the node; the PyTorch probe answers ``probe_rc``/``probe_out``."""
+
+    def __init__(self, probe_rc, probe_out):
+        super().__init__()
+        self.probe_rc, self.probe_out, self.argvs = probe_rc, probe_out, []
+
+    def which(self, tool):
+        return None
+
+    def run(self, argv, timeout_s, cwd=None):
+        self.argvs.append(list(argv))
+        return CommandResult(list(argv), self.probe_rc, self.probe_out, "", 0.1)
+
+
+def _power_ctx(repo_root, tmp_path, executor, load="auto"):
+    manifest = _sku.load_manifest(str(repo_root / "skus" / "hgx_h100_supermicro.yml"))
+    test = next(t for t in P.build_plan(manifest, overrides={"power_sustained": {"params": {"load": load}}})
+                if t.name == "power_sustained")
+    store = EvidenceStore(str(tmp_path / "ev"), "n1", "r1")
+    return Context(test, "n1", manifest, "production", executor, store, "power/power_sustained/attempt-1",
+                   KernelLog(source="kmsg", kmsg_path=str(tmp_path / "kmsg")), time.monotonic() + 60)
+
+
+def test_pytorch_load_where_gpu_burn_and_dcgm_are_absent(repo_root, tmp_path, monkeypatch):
+    """auto falls back to the built-in PyTorch load only when this interpreter's PyTorch sees a CUDA device."""
+    monkeypatch.setattr(C.importlib.util, "find_spec", lambda name: object())
+    executor = _NoToolsExecutor(0, "PyTorch 2.11.0, 1 CUDA device(s): NVIDIA H200\n")
+    argv, tool, name = C._load_command(_power_ctx(repo_root, tmp_path, executor), 60)
+    assert argv == [sys.executable, "-c", gpu_load.PYTORCH_LOAD, "60"] and tool == sys.executable
+    assert name == "pytorch" and executor.argvs == [[sys.executable, "-c", gpu_load.PYTORCH_PROBE]]
+
+
+def test_no_load_generator_says_why_pytorch_cannot_serve(repo_root, tmp_path, monkeypatch):
+    monkeypatch.setattr(C.importlib.util, "find_spec", lambda name: object())
+    executor = _NoToolsExecutor(gpu_load.NO_CUDA_RC, "PyTorch 2.13.0+cpu sees no CUDA device\n")
+    with pytest.raises(ToolNotFoundError, match=r"PyTorch with a CUDA device\) on this node; "
+                                                r"PyTorch 2.13.0\+cpu sees no CUDA device$"):
+        C._load_command(_power_ctx(repo_root, tmp_path, executor), 60)
+    monkeypatch.setattr(C.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ToolNotFoundError, match="PyTorch is not installed for"):
+        C._load_command(_power_ctx(repo_root, tmp_path, _NoToolsExecutor(0, "")), 60)
+    # load: gpu_burn names one generator: no fallback to PyTorch
+    with pytest.raises(ToolNotFoundError, match=r"on this node$"):
+        C._load_command(_power_ctx(repo_root, tmp_path, _NoToolsExecutor(0, ""), load="gpu_burn"), 60)
+
+
+def test_pytorch_programs_compile_and_share_the_no_cuda_exit_status():
+    for name, text in (("probe", gpu_load.PYTORCH_PROBE), ("load", gpu_load.PYTORCH_LOAD)):
+        compile(text, name, "exec")
+        assert "sys.exit(%d)" % gpu_load.NO_CUDA_RC in text

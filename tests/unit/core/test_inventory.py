@@ -268,3 +268,17 @@ def test_unknown_profile_fails_instead_of_falling_back(parse, demo):
                                                  r"\(declared: lab, production\)"):
         parse(demo(profile="labb"))
     assert parse(demo(profile="production")).groups["all"].get_vars()["symphony_profile"] == "production"
+
+
+def test_handed_off_nodes_stay_handed_off_when_their_fleet_audit_fails(parse, demo, tmp_path):
+    ledger = str(tmp_path / "ledger.sqlite")
+    rec = {"ledger": ledger, "optional": [], "waive": []}
+    ok = [{"name": "c", "status": "pass"}]
+    for stage in ("pre_deployment", "provisioning", "burn_in", "cluster_validation"):
+        _gate_ops.gate_record(dict(rec, node="gpu-r01-u02", stage=stage, run_id=stage, checks=ok), False)
+    _gate_ops.gate_record(dict(rec, node="gpu-r01-u02", stage="fleet_audit", run_id="a1",
+                               checks=[{"name": "software_drift", "status": "fail", "reason": "driver drift"}]), False)
+    inventory = parse(demo())
+    assert _members(inventory, "handed_off") == ["gpu-r01-u02"]
+    assert _members(inventory, "passed_cluster_validation") == ["gpu-r01-u02"]
+    assert inventory.get_host("gpu-r01-u02").get_vars()["symphony_stage"] == "fleet_audit"

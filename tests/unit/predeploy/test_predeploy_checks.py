@@ -55,8 +55,10 @@ def clean_inventory(manifest):
     comps += [Component("fan", "FAN%d" % i, state="Enabled", health="OK") for i in range(1, 11)]
     firmware = []
     for comp in manifest["firmware"]:
-        for mid in comp["match"].get("ids", []):
-            firmware.append(FirmwareItem(mid, name=mid, version=comp["accepted"][0]))
+        names = comp["match"].get("names") or []  # the member Names as the capture gives them
+        for index, mid in enumerate(comp["match"].get("ids", [])):
+            firmware.append(FirmwareItem(mid, name=names[index] if index < len(names) else mid,
+                                         version=comp["accepted"][0]))
     return NodeInventory(
         service={"vendor": "Supermicro"},
         systems=[{"id": "1", "manufacturer": "Supermicro", "model": "SYS-821GE-TNHR", "serial": "S454857X3A01234",

@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ManifestError
-from ansible_collections.symphony.cluster.plugins.module_utils._provision.fwplan import (
+from ansible_collections.symphony.cluster.plugins.module_utils._core.fwplan import (
     FOLLOWS, MISSING, NO_IMAGE, REFUSE, SKIP, UPDATE, build_plan, compare_versions, diff_after, diff_of, format_plan,
     members_of)
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import FirmwareItem, NodeInventory

@@ -80,7 +80,7 @@ def _normalised(entry):
 
 def test_every_connection_module_is_covered():
     assert _connection_modules() == ["bios_settings", "bmc_sel_scan", "firmware_plan", "firmware_reconcile",
-                                     "redfish_inventory_info", "twin_audit"]
+                                     "fleet_audit_bmc", "redfish_inventory_info", "twin_audit"]
 
 
 @pytest.mark.parametrize("name", _connection_modules())

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Power-tier test kinds: sustained and pulsating TDP load with 1 Hz GPU telemetry, judged by :func:`evaluate_power`.
 
-The load (gpu-burn, dcgmproftester, or a PyTorch matmul loop where neither is installed; PyTorch runs on
-CUDA and on ROCm) runs as a :func:`_host.process.spawn` process group: the pulsating load is driven by
+The load (gpu-burn, dcgmproftester, or the built-in PyTorch load of :mod:`_host.gpu_load` where neither is
+installed) runs as a :func:`_host.process.spawn` process group: the pulsating load is driven by
 :class:`_burnin.pulse.PulseDriver` (SIGSTOP/SIGCONT on the SKU's period, duty cycle and ramp) while
 :class:`_host.telemetry.Sampler` reads the GPUs.  A wave whose edges missed their schedule by more than
 ``params.max_edge_error_ms`` (50) is not the load the SKU declared: the test is ``not_run`` saying so.
@@ -12,13 +12,16 @@ CUDA and on ROCm) runs as a :func:`_host.process.spawn` process group: the pulsa
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import time
 from typing import Any
 
 from ..._core.errors import ManifestError, ToolNotFoundError
 from ..._core.gate import Outcome, failed, not_run, passed
 from ..._host import telemetry
+from ..._host.gpu_load import NO_CUDA_RC, PYTORCH_LOAD, PYTORCH_PROBE
 from ..._host.process import spawn
 from ..context import TestContext
 from ..kernel_log import kernel_findings
@@ -95,19 +98,6 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     return not problems, problems, per_gpu
 
 
-# The built-in load: bf16 matmuls on every GPU (CUDA or ROCm through torch.cuda) for argv[1] seconds.
-TORCH_PROBE = "import torch, sys; sys.exit(0 if torch.cuda.is_available() and torch.cuda.device_count() else 1)"
-TORCH_LOAD = (
-    "import sys, time, torch\n"
-    "end = time.time() + float(sys.argv[1])\n"
-    "mats = [torch.randn(8192, 8192, device='cuda:%d' % i, dtype=torch.bfloat16)"
-    " for i in range(torch.cuda.device_count())]\n"
-    "while time.time() < end:\n"
-    "    for m in mats:\n"
-    "        m.matmul(m)\n"
-    "    torch.cuda.synchronize()\n")
-
-
 def _rising_edges(samples: list[telemetry.Sample], reason: str) -> int:
     """How many times ``reason`` turned on in ``samples`` (one GPU, in time order)."""
     edges, was = 0, False
@@ -118,21 +108,32 @@ def _rising_edges(samples: list[telemetry.Sample], reason: str) -> int:
     return edges
 
 
-def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str]:
+def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str, str]:
+    """``(argv, executable, name)`` of the load for ``params.load``: ``auto`` takes gpu_burn, then dcgmproftester,
+    then ``pytorch`` (this interpreter's PyTorch, when it sees a CUDA device: :mod:`_host.gpu_load`)."""
     load = ctx.params.get("load", "auto")
+    why = ""
     if load in ("auto", "gpu_burn"):
         tool = ctx.which("gpu_burn", "gpu-burn")
         if tool:
-            return [tool] + [str(a) for a in ctx.params.get("load_args", ["-tc"])] + [str(int(duration_s))], tool
+            return ([tool] + [str(a) for a in ctx.params.get("load_args", ["-tc"])] + [str(int(duration_s))], tool,
+                    os.path.basename(tool))
     if load in ("auto", "dcgmproftester"):
         tool = ctx.which("dcgmproftester12", "dcgmproftester11", "dcgmproftester")
         if tool:
-            return [tool, "--no-dcgm-validation", "-t", "1004", "-d", str(int(duration_s))], tool
-    if load in ("auto", "torch"):
-        python = ctx.which("python3")
-        if python and ctx.run([python, "-c", TORCH_PROBE], "torch_probe", timeout_s=120).rc == 0:
-            return [python, "-c", TORCH_LOAD, str(int(duration_s))], python
-    raise ToolNotFoundError("no GPU load generator (gpu_burn, dcgmproftester, or PyTorch with a GPU) on this node")
+            return [tool, "--no-dcgm-validation", "-t", "1004", "-d", str(int(duration_s))], tool, os.path.basename(tool)
+    if load in ("auto", "pytorch"):
+        if importlib.util.find_spec("torch") is None:
+            why = "; PyTorch is not installed for %s" % sys.executable
+        else:
+            probe = ctx.run([sys.executable, "-c", PYTORCH_PROBE], "pytorch-probe", timeout_s=120)
+            if probe.rc == 0:
+                return [sys.executable, "-c", PYTORCH_LOAD, str(int(duration_s))], sys.executable, "pytorch"
+            why = "; %s" % ((probe.stdout + probe.stderr).strip().splitlines() or ["PyTorch probe exited %s" % probe.rc])[-1]
+            if probe.rc != NO_CUDA_RC:
+                why += " (probe exited %s)" % probe.rc
+    raise ToolNotFoundError("no GPU load generator (gpu_burn, dcgmproftester or PyTorch with a CUDA device) on this "
+                            "node%s" % why)
 
 
 def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
@@ -145,7 +146,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     ``max_sel_critical`` is judged on the controller from the BMC SEL, not here.
     params: ``duration_s`` (300), ``warmup_s`` (10), ``sample_interval_s`` (1), ``period_s`` (10),
     ``duty_cycle`` (0.5), ``ramp_s`` (0) and ``ramp_step_s`` (0.1), ``max_edge_error_ms`` (50), ``load``
-    (auto|gpu_burn|dcgmproftester|torch).
+    (auto|gpu_burn|dcgmproftester|pytorch).
     """
     count, gpus = gpu_expectation(ctx)
     tdp = ctx.threshold("target_w", gpus.get("tdp_w"))
@@ -163,7 +164,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         raise ManifestError("power_pulsating needs params.period_s ≥ 2 and 0 < params.duty_cycle < 1",
                             where=where_in_sku(ctx))
     backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", telemetry.PREFERENCE)))
-    argv, tool = _load_command(ctx, duration)
+    argv, tool, load_name = _load_command(ctx, duration)
     xid_note = ""
     try:
         marker = ctx.kernel_log.snapshot()
@@ -216,7 +217,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     else:
         problems.append("kernel log not readable, XIDs not checked: %s" % xid_note)
     observed = {"per_gpu": per_gpu, "xids": xids, "samples": len(samples), "backend": backend.name,
-                "load": "pytorch-matmul" if argv[1:2] == ["-c"] else os.path.basename(tool)}
+                "load": load_name}
     if wave is not None:
         observed["max_edge_error_ms"] = wave.max_edge_error_ms
     expected = {"mean_power_w": "%g-%g × %g W" % (low, high, tdp), "max_throttle_pct": max_throttle,

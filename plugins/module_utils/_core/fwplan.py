@@ -3,6 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The firmware plan: a pure function (observed inventory, SKU manifest) -> ordered steps.
 
+Shared by provisioning (what to apply) and fleet_audit (drift, the same plan in check mode), so it lives in _core.
+
 Order (DESIGN.md stage 2, the manifest's strict order): out-of-band firmware in manifest
 order (BMC -> BIOS -> CPLDs ...), then the BIOS settings, then in-band firmware in manifest
 order (GPU -> NIC/DPU -> NVMe), then the OS tunings.  Every step names the component, the
@@ -29,8 +31,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Optional
 
-from .._core.errors import ManifestError
+from .errors import ManifestError
+from .match import describe, firmware_members
 
 SKIP = "skip"
 UPDATE = "update"
@@ -55,15 +59,15 @@ class Step:
     phase: str
     action: str
     reason: str
-    component: str = None
-    method: str = None
-    activation: str = None
-    target: str = None
+    component: Optional[str] = None
+    method: Optional[str] = None
+    activation: Optional[str] = None
+    target: Optional[str] = None
     accepted: list = field(default_factory=list)
     observed: dict = field(default_factory=dict)
-    image: dict = None
+    image: Optional[dict] = None
     changes: dict = field(default_factory=dict)
-    updated_with: str = None
+    updated_with: Optional[str] = None
 
     @property
     def needs_work(self):
@@ -105,7 +109,7 @@ class Plan:
 
     def summary(self):
         """``{action: count}`` over the firmware steps, plus ``bios_changes``."""
-        out = {}
+        out: Dict[str, int] = {}
         for s in self.steps:
             if s.check.startswith("firmware:"):
                 out[s.action] = out.get(s.action, 0) + 1
@@ -162,24 +166,11 @@ def compare_versions(a, b):
 
 # --------------------------------------------------------------------------- matching
 def members_of(component, firmware):
-    """FirmwareInventory items (``FirmwareItem``) that belong to a manifest component.
-
-    ``match.id`` (regex, ``re.fullmatch`` on the member Id) is the key; ``match.name`` is
-    used only when no Id pattern is given (the same rule as the pre-deployment audit).
+    """FirmwareInventory items (``FirmwareItem``) that belong to a manifest component: the one rule of
+    :func:`.match.firmware_members` (Id or Name regex, JMESPath ``query``), which the
+    pre-deployment audit uses too.  Raises :class:`ManifestError` on a match that does not compile.
     """
-    match = component.get("match") or {}
-    try:
-        if match.get("id"):
-            rx = re.compile(match["id"])
-            return [i for i in firmware if rx.fullmatch(i.id or "")]
-        if match.get("name"):
-            rx = re.compile(match["name"])
-            return [i for i in firmware if rx.fullmatch(i.name or "")]
-    except re.error as exc:
-        raise ManifestError("match pattern of %s is not a valid regex: %s" % (component.get("id"), exc),
-                            where="firmware[%s].match" % component.get("id"))
-    ids = match.get("ids") or [component["id"]]
-    return [i for i in firmware if i.id in ids]
+    return firmware_members(component, firmware)
 
 
 def _downgrade(target, observed_versions):
@@ -199,7 +190,7 @@ def plan_component(component, firmware, allow_downgrade=False):
                 target=target, accepted=accepted, observed=observed, image=component.get("image"),
                 updated_with=component.get("updated_with"))
     if len(members) < need:
-        pattern = (component.get("match") or {}).get("id") or (component.get("match") or {}).get("name")
+        pattern = describe(component.get("match") or {})
         return Step(action=MISSING, reason="the node reports %d of %d FirmwareInventory members matching %s"
                     % (len(members), need, pattern), **base)
     off = sorted({str(v) for v in observed.values() if v not in accepted and v is not None})
@@ -299,7 +290,8 @@ def diff_of(plan):
     Only steps that change something appear; ``after`` shows the target version / desired value (the plan; after a
     run, :func:`diff_after` puts what a fresh read found there).
     """
-    before, after = {"firmware": {}, "bios": {}}, {"firmware": {}, "bios": {}}
+    before: Dict[str, Dict[str, Any]] = {"firmware": {}, "bios": {}}
+    after: Dict[str, Dict[str, Any]] = {"firmware": {}, "bios": {}}
     for s in plan.steps:
         if s.check.startswith("firmware:") and s.action == UPDATE:
             before["firmware"][s.component] = sorted({str(v) for v in s.observed.values()})

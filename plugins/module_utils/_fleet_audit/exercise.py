@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Exercising the health checks: inject a fault on one node, then time detect -> drain -> replace -> return.
+
+The exercise ClusterMAX grades GPU clouds on (shared/seeds/podcast-clustermax.txt: "inject an XID, then time how
+long the provider takes to identify it, drain the node, replace it with a hot spare ... and bring it back").
+
+Injection, marked ``injected`` in the ledger event and in every result that detects it:
+
+* on a GPU node, DCGM's own injection into the XID field: ``dcgmi test --inject --gpuid N -f 230 -v XID``
+  (field 230 is ``DCGM_FI_DEV_XID_ERRORS``, dcgm_fields.h);
+* in the lab, an XID record in the kernel's real ``/dev/kmsg`` format appended to the host's own kernel-log
+  source (network namespaces share one kernel, so each lab host reads its own file).
+
+The timings come from the ledger's timestamps only (events ``fault_injected``, ``drain``, ``spare_promoted``,
+``resume``; the first ``fleet_audit`` ``kernel_log`` fail marked injected): nothing is timed by a stopwatch here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from .._core.errors import ValidationError
+from .._core.gate import FAIL, PASS
+
+DCGM_XID_FIELD = 230
+# Xid 79: "GPU has fallen off the bus" (NVIDIA Xid Catalog; severity fail in _host.parsers.xid).
+DEFAULT_XID = 79
+_XID_TEXT = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected.",
+             94: "Contained ECC error.", 119: "Timeout after 6s of waiting for RPC response from GPU0 GSP!"}
+KERNEL_ERR = 3  # kmsg prio: facility kern (0) << 3 | LOG_ERR (3); NVRM prints Xids at KERN_ERR
+
+
+def xid_message(xid: int, pci: str) -> str:
+    """The NVRM line as the driver prints it.
+
+    ``NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.``
+    """
+    return "NVRM: Xid (PCI:%s): %d, pid='<unknown>', name=<unknown>, %s" % (pci, xid, _XID_TEXT.get(
+        xid, "injected by symphony fleet_audit"))
+
+
+def kmsg_record(seq: int, usec: int, message: str) -> str:
+    """One ``/dev/kmsg`` record ``prio,seq,usec,flags;message`` (Documentation/ABI/testing/dev-kmsg)."""
+    return "%d,%d,%d,-;%s\n" % (KERNEL_ERR, seq, usec, message)
+
+
+def next_seq(text: str) -> int:
+    """The seq after the last record of a kmsg-format text (0 for an empty one)."""
+    seqs = [int(line.split(",", 2)[1]) for line in text.splitlines()
+            if line and not line.startswith(" ") and line.count(",") >= 3 and line.split(",", 2)[1].isdigit()]
+    return max(seqs) + 1 if seqs else 0
+
+
+def inject_lab(path: str, xid: int = DEFAULT_XID, pci: str = "0000:3b:00", uptime_s: Optional[float] = None
+               ) -> Dict[str, Any]:
+    """Append an XID record to the lab host's kernel-log source ``path``; returns the ``fault_injected`` data."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = ""
+    message = xid_message(xid, pci)
+    seq = next_seq(text)
+    usec = int((uptime_s if uptime_s is not None else time.monotonic()) * 1e6)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(kmsg_record(seq, usec, message))
+    return {"kind": "xid", "xid": xid, "method": "lab_kernel_log", "source": path, "seq": seq,
+            "message": message, "injected": True}
+
+
+def dcgm_inject_argv(gpu: int, xid: int = DEFAULT_XID) -> List[str]:
+    """``dcgmi test --inject`` on the XID field of GPU ``gpu`` (module docstring)."""
+    if gpu < 0:
+        raise ValidationError("gpu index must be 0 or more, not %d" % gpu, where="gpu")
+    return ["dcgmi", "test", "--inject", "--gpuid", str(gpu), "-f", str(DCGM_XID_FIELD), "-v", str(xid)]
+
+
+def _first(events: Sequence[Mapping[str, Any]], kind: str, after: float, node: Optional[str] = None,
+           key: Optional[str] = None) -> Optional[Mapping[str, Any]]:
+    for ev in events:
+        if ev["kind"] != kind or ev["recorded_at"] < after:
+            continue
+        if node is not None and (ev["node"] if key is None else (ev.get("data") or {}).get(key)) != node:
+            continue
+        return ev
+    return None
+
+
+def timings(node: str, events: Sequence[Mapping[str, Any]], results: Sequence[Any]) -> Dict[str, Any]:
+    """The exercise's timeline for ``node`` from the ledger (seconds after the injection).
+
+    ``events``: ``Ledger.events()`` (all nodes: the spare's ``spare_promoted`` names ``replaces``);
+    ``results``: ``Ledger.history(node, "fleet_audit", "kernel_log")`` rows.  Returns ``{injected_at, detect_s,
+    drain_s, replace_s, return_s, steps: [{step, at, s}], missing: [step not reached]}``; a step not reached is
+    None and named in ``missing``, never estimated.
+    """
+    injected = [e for e in events if e["kind"] == "fault_injected" and e["node"] == node]
+    if not injected:
+        return {"injected_at": None, "detect_s": None, "drain_s": None, "replace_s": None, "return_s": None,
+                "steps": [], "missing": ["inject"]}
+    t0 = injected[-1]["recorded_at"]
+    detected = next((r.finished for r in results if r.status == FAIL and r.finished >= t0
+                     and (r.observed or {}).get("injected")), None)
+    drained = _first(events, "drain", t0, node)
+    promoted = _first(events, "spare_promoted", t0, node, key="replaces")
+    resumed = _first(events, "resume", t0, node)
+    steps = [("detect", detected), ("drain", drained["recorded_at"] if drained else None),
+             ("replace", promoted["recorded_at"] if promoted else None),
+             ("return", resumed["recorded_at"] if resumed else None)]
+    out: Dict[str, Any] = {"injected_at": t0, "steps": [], "missing": []}
+    for step, at in steps:
+        out["%s_s" % step] = round(at - t0, 3) if at is not None else None
+        if at is None:
+            out["missing"].append(step)
+        else:
+            out["steps"].append({"step": step, "at": at, "s": round(at - t0, 3)})
+    return out
+
+
+def may_resume(burn_in_results: Sequence[Any], burn_in_gate: Optional[str], drained_at: Optional[float]
+               ) -> Optional[str]:
+    """None when the node may return to service, else why not.
+
+    A node returns only after a quick re-burn-in that passed after it was drained: the current ``burn_in`` gate
+    is ``pass`` and every one of its latest results finished after the drain (an older pass proves nothing about
+    the fault).
+    """
+    if drained_at is None:
+        return "the node was not drained by the exercise (no drain event after the injection)"
+    if burn_in_gate != PASS:
+        return "its burn_in gate is %s, not pass: rerun the quick re-burn-in first" % (burn_in_gate or "absent")
+    stale = [r.check for r in burn_in_results if r.finished < drained_at]
+    if stale or not burn_in_results:
+        return "the burn_in results %s predate the drain: rerun the quick re-burn-in first" % (
+            ", ".join(stale[:5]) or "(none)")
+    return None

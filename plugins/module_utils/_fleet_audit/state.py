@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The controller's side of the stage: what the ledger says before an audit, and the exercise's steps.
+
+``fleet_audit_state``: per node the previous audit's state (``table.previous_state``), the messages the exercise
+injected, when the node last passed burn-in, the SEL mark of the previous audit, and after the audit the drift
+table and the exercise timings.  ``fleet_audit_exercise``: record an injection and resume a node through Slurm
+(opt-in by the role's variables; draining and the spare are ``node_evict``'s), each an event in the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from .._core.errors import ValidationError
+from .._core.ledger import Ledger, open_ledger
+from .._host.slurm import Slurm
+from .exercise import may_resume, timings
+from .metrics import health_events, nccl_curves, node_metrics
+from .report import write_audit_report
+from .table import drift_table, previous_state
+
+STAGE = "fleet_audit"
+SEL_MARK = "fleet_audit_sel_mark"
+
+
+def node_state(ledger: Ledger, node: str) -> Dict[str, Any]:
+    """Everything the next audit of ``node`` compares with (module docstring)."""
+    state = previous_state(ledger.current_results(node=node, stage=STAGE))
+    events = [e.get("data") or {} for e in ledger.events(node, "fault_injected")]
+    injected = [d["message"] for d in events if d.get("message")]
+    injected_xids = [d["xid"] for d in events if d.get("method") == "dcgmi_inject" and d.get("xid")]
+    burn_in = ledger.current_results(node=node, stage="burn_in")
+    gate = ledger.current_gates(node).get(node, {}).get("burn_in")
+    marks = ledger.events(node, SEL_MARK)
+    return {"previous": {k: v for k, v in state.items() if k != "last_audit"}, "last_audit": state["last_audit"],
+            "injected": injected, "injected_xids": injected_xids,
+            "cleared_at": max((r.finished for r in burn_in), default=None) if gate and gate.status == "pass" else None,
+            "sel_mark": marks[-1]["data"] if marks else None}
+
+
+def report(ledger: Ledger, node: str) -> Dict[str, Any]:
+    """``{"drift": drift table rows, "exercise": timings, "metrics": textfile collector text}`` for ``node`` after
+    its audit was recorded."""
+    drift = drift_table(node, ledger.history(node, STAGE))
+    current = ledger.current_results(node=node)
+    audit = [r for r in current if r.stage == STAGE]
+    gates = {stage: v.status for stage, v in ledger.current_gates(node).get(node, {}).items()}
+    last = max((r.finished for r in audit), default=None)
+    return {"drift": drift,
+            "exercise": timings(node, ledger.events(), ledger.history(node, STAGE, "kernel_log")),
+            "metrics": node_metrics(node, gates, len(drift), health_events(audit), last,
+                                    nccl_curves(current))}
+
+
+def state_module(params: Mapping[str, Any]) -> Dict[str, Any]:
+    """The ``fleet_audit_state`` module: ``{"hosts": {host: node_state or report}}``; ``mode`` ``before``/``after``.
+
+    ``mode: mark_sel`` appends each host's SEL mark (``sel_marks``) as an event for the next audit; ``mode: after``
+    with ``report_dir`` also writes the fleet-audit page, its JSON and JUnit there (``report.write_audit_report``).
+    """
+    mode = params.get("mode") or "before"
+    ledger = open_ledger(params.get("ledger") or None)
+    try:
+        hosts: Dict[str, Any] = {}
+        for host in params.get("hosts") or []:
+            if mode == "before":
+                hosts[host] = node_state(ledger, host)
+            elif mode == "after":
+                hosts[host] = report(ledger, host)
+            elif mode == "mark_sel":
+                mark = (params.get("sel_marks") or {}).get(host)
+                if mark and not mark.get("error"):
+                    ledger.record_event(host, SEL_MARK, mark)
+                    hosts[host] = {"marked": True}
+            else:
+                raise ValidationError("mode must be before, after or mark_sel, not %r" % mode, where="mode")
+        out: Dict[str, Any] = {"changed": mode == "mark_sel" and bool(hosts), "hosts": hosts}
+        if mode == "after" and params.get("report_dir"):
+            out["report"] = write_audit_report(ledger, params["report_dir"], hosts)
+        return out
+    finally:
+        ledger.close()
+
+
+def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional[Slurm] = None) -> Dict[str, Any]:
+    """The ``fleet_audit_exercise`` module: ``action`` ``record_injection``, ``resume`` or ``timings``.
+
+    Draining and promoting a spare are ``node_evict``'s (events ``drain``, ``spare_promoted``).  ``resume`` changes
+    the Slurm node state (``scontrol update state=RESUME``) and is refused (``failed``) until the node passed a
+    re-burn-in after its drain (``exercise.may_resume``).  Every step is a ledger event.
+    """
+    action, node = params["action"], params["node"]
+    ledger = open_ledger(params.get("ledger") or None)
+    try:
+        if action == "timings":
+            return {"changed": False, "timings": report(ledger, node)["exercise"]}
+        if action == "record_injection":
+            data = dict(params.get("injection") or {}, injected=True)
+            if not data.get("message") and not data.get("argv"):
+                raise ValidationError("the injection names no message (lab) or argv (dcgmi)", where="injection")
+            if not check_mode:
+                ledger.record_event(node, "fault_injected", data)
+            return {"changed": not check_mode, "event": data}
+        slurm = slurm or Slurm()
+        if action == "resume":
+            drains = ledger.events(node, "drain")
+            resumed = ledger.events(node, "resume")
+            if not drains or (resumed and resumed[-1]["recorded_at"] >= drains[-1]["recorded_at"]):
+                return {"changed": False, "msg": "%s is not drained by symphony: nothing to resume" % node}
+            gate = ledger.current_gates(node).get(node, {}).get("burn_in")
+            why = may_resume(ledger.current_results(node=node, stage="burn_in"), gate.status if gate else None,
+                             drains[-1]["recorded_at"] if drains else None)
+            if why:
+                return {"changed": False, "failed": True, "msg": "%s not resumed: %s" % (node, why)}
+            if not check_mode:
+                slurm.resume(node)
+                ledger.record_event(node, "resume", {"stage": STAGE, "after": "re-burn-in passed"})
+            return {"changed": not check_mode}
+        raise ValidationError("action must be record_injection, resume or timings, not %r" % action,
+                              where="action")
+    finally:
+        ledger.close()

@@ -1,0 +1,136 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: symphony.cluster contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fleet_audit_exercise
+short_description: Exercise the health checks, inject a fault and time detect, drain, replace, return to service
+description:
+  - Stage 5 of symphony.cluster (fleet_audit). Each O(action) is one step, recorded as a ledger event.
+  - C(inject_lab) appends an XID record in the kernel's C(/dev/kmsg) format to the lab host's own kernel-log source
+    O(kernel_log_source) and records C(fault_injected), marked injected.
+  - C(inject_dcgm) runs C(dcgmi test --inject) on the XID field (230) of GPU O(gpu) on a real GPU node and returns
+    the event; C(record_injection) records that event (O(injection)) in the ledger on the controller.
+  - C(resume) returns a node symphony drained (M(symphony.cluster.node_evict) drains it and promotes a spare) to
+    service (C(scontrol update state=RESUME)) only once it passed a re-burn-in after the drain, else the task fails
+    saying why; a node symphony did not drain is left alone.
+  - C(timings) returns detect, drain, replace and return times from the ledger's timestamps.
+version_added: 0.1.0
+author:
+  - symphony.cluster maintainers (@symphony-cluster)
+options:
+  action:
+    description: The step.
+    type: str
+    choices: [inject_lab, inject_dcgm, record_injection, resume, timings]
+    required: true
+  node:
+    description: The node (inventory and Slurm name).
+    type: str
+    required: true
+  kernel_log_source:
+    description: With C(inject_lab), the lab host's kernel-log file.
+    type: str
+  xid:
+    description: The XID to inject (79, GPU has fallen off the bus, by default).
+    type: int
+    default: 79
+  gpu:
+    description: With C(inject_dcgm), the GPU index.
+    type: int
+    default: 0
+  injection:
+    description: With C(record_injection), the event C(inject_dcgm) returned.
+    type: dict
+  slurm_conf:
+    description: The C(slurm.conf) the Slurm commands use (C(SLURM_CONF); the lab's).
+    type: path
+extends_documentation_fragment:
+  - symphony.cluster.ledger
+  - symphony.cluster.attributes
+  - symphony.cluster.attributes.CONTROLLER
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Inject an XID on lab2
+  symphony.cluster.fleet_audit_exercise:
+    action: inject_lab
+    node: lab2
+    kernel_log_source: /var/lib/symphony-lab/lab2.kmsg
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+event:
+  description: The C(fault_injected) event data.
+  returned: for the inject actions
+  type: dict
+timings:
+  description: C(detect_s), C(drain_s), C(replace_s), C(return_s) (seconds after the injection, None when not reached),
+    C(steps) and C(missing).
+  returned: for C(timings)
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit import exercise
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.state import exercise_module
+from ansible_collections.symphony.cluster.plugins.module_utils._host.process import run
+from ansible_collections.symphony.cluster.plugins.module_utils._host.slurm import Slurm
+
+ARGUMENT_SPEC = {
+    "ledger": {"type": "str"},
+    "action": {"type": "str", "choices": ["inject_lab", "inject_dcgm", "record_injection", "resume", "timings"],
+               "required": True},
+    "node": {"type": "str", "required": True},
+    "kernel_log_source": {"type": "str"},
+    "xid": {"type": "int", "default": 79},
+    "gpu": {"type": "int", "default": 0},
+    "injection": {"type": "dict"},
+    "slurm_conf": {"type": "path"},
+}
+
+
+def _run(params, check_mode):
+    action = params["action"]
+    slurm = Slurm(env=dict(os.environ, SLURM_CONF=params["slurm_conf"])) if params.get("slurm_conf") else None
+    if action in ("inject_lab", "inject_dcgm"):
+        if check_mode:
+            return {"changed": True, "event": {}}
+        if action == "inject_lab":
+            if not params.get("kernel_log_source"):
+                raise ValidationError("inject_lab needs kernel_log_source", where="kernel_log_source")
+            data = exercise.inject_lab(params["kernel_log_source"], params["xid"])
+        else:
+            argv = exercise.dcgm_inject_argv(params["gpu"], params["xid"])
+            res = run(argv, 60)
+            if res.rc != 0:
+                raise ValidationError("dcgmi test --inject exited %d: %s" % (res.rc, res.stderr.strip()[:300]),
+                                      where="dcgmi")
+            # the node has no ledger: the role records the event on the controller (record_injection)
+            return {"changed": True, "event": {"kind": "xid", "xid": params["xid"], "method": "dcgmi_inject",
+                                               "argv": argv, "gpu": params["gpu"], "injected": True}}
+        return exercise_module(dict(params, action="record_injection", injection=data), False)
+    return exercise_module(params, check_mode, slurm)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    run_module(module, _run)
+
+
+if __name__ == "__main__":
+    main()

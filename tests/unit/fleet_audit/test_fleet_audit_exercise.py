@@ -1,0 +1,124 @@
+"""The fault-injection exercise: timings from the ledger's timestamps, drain and resume through Slurm (fakes)."""
+
+import time
+
+import pytest
+
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import CheckResult, GateVerdict
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit import exercise
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.state import (
+    exercise_module, state_module)
+from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.xid import parse_xid_events
+from ansible_collections.symphony.cluster.plugins.module_utils._host.slurm import Slurm
+
+
+class Recorder:
+    def __init__(self):
+        self.argv = []
+
+    def __call__(self, argv, env=None, timeout=60):
+        self.argv.append(argv)
+        return 0, "", ""
+
+
+def test_the_lab_record_is_a_real_kernel_xid_line(tmp_path):
+    data = exercise.inject_lab(str(tmp_path / "k.log"), xid=79, pci="0000:3b:00", uptime_s=12.5)
+    (event,) = parse_xid_events((tmp_path / "k.log").read_text())
+    assert event["xid"] == 79 and event["pci"] == "0000:3b:00" and event["ts_s"] == 12.5
+    assert data["injected"] is True and data["method"] == "lab_kernel_log"
+
+
+def test_the_dcgm_injection_targets_the_xid_field():
+    assert exercise.dcgm_inject_argv(3, 79) == ["dcgmi", "test", "--inject", "--gpuid", "3", "-f", "230", "-v", "79"]
+
+
+def _kernel_row(status, finished, injected):
+    return CheckResult("lab1", "fleet_audit", "kernel_log", status, "x", observed={"injected": injected},
+                       started=finished, finished=finished, run_id="r%d" % finished)
+
+
+def test_timings_come_from_the_ledger_and_missing_steps_are_named():
+    t0 = 1000.0
+    events = [{"node": "lab1", "kind": "fault_injected", "data": {}, "recorded_at": t0},
+              {"node": "lab1", "kind": "drain", "data": {}, "recorded_at": t0 + 20},
+              {"node": "spare1", "kind": "spare_promoted", "data": {"replaces": "lab1"}, "recorded_at": t0 + 30}]
+    rows = [_kernel_row("fail", t0 - 50, False), _kernel_row("fail", t0 + 8, True)]
+    out = exercise.timings("lab1", events, rows)
+    assert (out["detect_s"], out["drain_s"], out["replace_s"], out["return_s"]) == (8.0, 20.0, 30.0, None)
+    assert out["missing"] == ["return"]
+
+
+def test_resume_needs_a_re_burn_in_after_the_drain(ledger_path):
+    fake = Recorder()
+    slurm = Slurm(run=fake)
+    base = {"ledger": ledger_path, "node": "lab1"}
+    exercise_module(dict(base, action="record_injection", injection={"message": "NVRM: Xid ..."}), False)
+    ledger = open_ledger(ledger_path)
+    try:  # what node_evict records when the audit drains the node
+        ledger.record_event("lab1", "drain", {"reason": "symphony fleet_audit [injected fault exercise]: Xid 79"})
+    finally:
+        ledger.close()
+    refused = exercise_module(dict(base, action="resume"), False, slurm)
+    assert refused["failed"] and "burn_in gate is absent" in refused["msg"]
+    ledger = open_ledger(ledger_path)
+    try:
+        now = time.time() + 1
+        ledger.record_results([CheckResult("lab1", "burn_in", "cpu_stress", "pass", started=now, finished=now,
+                                           run_id="rb")])
+        ledger.record_gate(GateVerdict("lab1", "burn_in", "pass", "all required checks passed"), "rb")
+    finally:
+        ledger.close()
+    assert exercise_module(dict(base, action="resume"), False, slurm)["changed"] is True
+    assert fake.argv[-1] == ["scontrol", "update", "nodename=lab1", "state=RESUME"]
+    kinds = [e["kind"] for e in open_ledger(ledger_path).events("lab1")]
+    assert kinds == ["fault_injected", "drain", "resume"]
+
+
+def test_resume_leaves_a_node_symphony_did_not_drain_alone(ledger_path):
+    fake = Recorder()
+    out = exercise_module({"ledger": ledger_path, "node": "lab1", "action": "resume"}, False, Slurm(run=fake))
+    assert out["changed"] is False and not out.get("failed") and fake.argv == []
+
+
+def test_check_mode_changes_nothing(ledger_path):
+    fake = Recorder()
+    out = exercise_module({"ledger": ledger_path, "node": "lab1", "action": "record_injection",
+                           "injection": {"message": "NVRM: Xid ..."}}, True, Slurm(run=fake))
+    assert out["changed"] is False and fake.argv == [] and open_ledger(ledger_path).events("lab1") == []
+
+
+def test_state_before_an_audit_carries_cursor_injections_and_sel_mark(ledger_path):
+    ledger = open_ledger(ledger_path)
+    try:
+        ledger.record_results([CheckResult("lab1", "fleet_audit", "kernel_log", "fail", "Xid 79",
+                                           observed={"cursor": {"boot_id": "b", "seq": 7}, "open": []},
+                                           finished=5.0, run_id="a1")])
+        ledger.record_event("lab1", "fault_injected", {"message": "NVRM: Xid (PCI:0000:3b:00): 79, ..."})
+    finally:
+        ledger.close()
+    state_module({"ledger": ledger_path, "hosts": ["lab1"], "mode": "mark_sel",
+                  "sel_marks": {"lab1": {"marked_at": "x", "logs": {}}}})
+    out = state_module({"ledger": ledger_path, "hosts": ["lab1"], "mode": "before"})["hosts"]["lab1"]
+    assert out["previous"]["kernel_log"]["cursor"]["seq"] == 7
+    assert out["injected"] == ["NVRM: Xid (PCI:0000:3b:00): 79, ..."]
+    assert out["sel_mark"] == {"marked_at": "x", "logs": {}} and out["cleared_at"] is None
+
+
+def test_the_drift_table_says_since_when_and_first_run(ledger_path):
+    def row(run, at, found):
+        return CheckResult("n1", "fleet_audit", "software_drift", "fail" if found else "pass", "r",
+                           evidence={"rows": [{"component": "gpu_driver", "status": "drift" if found else "ok",
+                                               "found": found or "535.161.08", "expected": ["535.161.08"]}]},
+                           finished=at, run_id=run)
+    ledger = open_ledger(ledger_path)
+    try:
+        ledger.record_results([row("a1", 1.0, "535.54.03"), row("a2", 2.0, None), row("a3", 3.0, "550.54.15"),
+                               row("a4", 4.0, "550.54.15")])
+    finally:
+        ledger.close()
+    after = state_module({"ledger": ledger_path, "hosts": ["n1"], "mode": "after"})["hosts"]["n1"]
+    (entry,) = after["drift"]
+    assert 'symphony_fleet_audit_drift_components{node="n1"} 1.0' in after["metrics"]
+    found = (entry["component"], entry["found"], entry["since"], entry["first_run"])
+    assert found == ("gpu_driver", "550.54.15", 3.0, "a3")
