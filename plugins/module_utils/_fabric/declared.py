@@ -36,7 +36,8 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
     """``fabric_test`` options for one declared test ``{name, kind, params, thresholds}``.
 
     Returns ``{check, transport, replaced, floor, nodes, message_bytes, binary, gpus_per_node, duration_s,
-    bidirectional, unmeasured}``; ``floor`` in the transport's unit (Gb/s, busbw GB/s), None = relative;
+    bidirectional, gpudirect, cuda_devices, unmeasured}``; ``gpudirect`` with ``params.cuda_devices`` (GPU index
+    per HCA, the node's PCIe pairing) puts ib_write_bw's buffers in GPU memory; ``floor`` in the transport's unit (Gb/s, busbw GB/s), None = relative;
     ``replaced``: the profile replaced the kind's tool.
     Raises :class:`ValidationError` for a kind not in :data:`KINDS`.
     """
@@ -59,6 +60,8 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
             "nodes": int(params.get("nodes") or 2), "message_bytes": size, "binary": binary,
             "gpus_per_node": params.get("gpus_per_node"), "duration_s": params.get("duration_s"),
             "bidirectional": bool(params.get("bidirectional", spec["floor"] == "min_bidir_gbps")),
+            "gpudirect": bool(params.get("gpudirect")) and transport == "ib_write_bw",
+            "cuda_devices": params.get("cuda_devices"),
             "unmeasured": {k: UNMEASURED[k] for k in UNMEASURED if thresholds.get(k) is not None}}
 
 
@@ -68,6 +71,15 @@ def effective_floor(options: dict[str, Any], module_floor: float | None) -> floa
     if not options or (options["replaced"] and module_floor is not None):
         return module_floor
     return options["floor"]
+
+
+def gpudirect_gap(options: dict[str, Any]) -> dict[str, str]:
+    """``{"gpudirect": why}`` where the SKU declares GPUDirect but gives no GPU per HCA: host memory would be
+    measured instead, so the declared test is not what ran (:func:`hold_unmeasured` keeps it from passing)."""
+    if options.get("gpudirect") and not options.get("cuda_devices"):
+        return {"gpudirect": "GPUDirect declared without params.cuda_devices (the GPU beside each HCA): host memory "
+                             "was measured"}
+    return {}
 
 
 def hold_unmeasured(interfaces: dict[str, dict[str, Any]], unmeasured: dict[str, str]) -> None:

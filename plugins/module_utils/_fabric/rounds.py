@@ -17,7 +17,7 @@ from .._core.gate import CheckResult, new_run_id
 from .._core.ledger import open_ledger
 from .._core.twin import load_twin
 from .._host.launchers import launcher_from_params
-from .declared import effective_floor, hold_unmeasured, run_single_node, test_options
+from .declared import effective_floor, gpudirect_gap, hold_unmeasured, run_single_node, test_options
 from .localise import CHECK_INTERFACE, EVENT_LINK, link_events, node_outcomes
 from .pairs import PairPathFabric
 from .schedules import check_nodes, random_matching, round_robin, run_schedule, tri_ring
@@ -160,7 +160,8 @@ def fabric_test_module(params, check_mode=False):
         timeout_s=params.get("timeout_s"), duration_s=option("duration_s"), port=params.get("port"),
         streams=params.get("streams"), hcas=params.get("hcas"), size=option("message_bytes"),
         gpus_per_node=option("gpus_per_node"), binary=option("binary"), env=params.get("nccl_env"),
-        bidirectional=declared.get("bidirectional"))
+        bidirectional=declared.get("bidirectional"),
+        cuda_devices=declared.get("cuda_devices") if declared.get("gpudirect") else None)
     single = bool(declared) and declared["nodes"] == 1
     if check_mode:
         return {"changed": False, "run_id": run_id, "check": check, "schedule": "per_node" if single else schedule,
@@ -190,7 +191,7 @@ def fabric_test_module(params, check_mode=False):
                               min_fraction=params.get("min_fraction") or 0.8, seed=params.get("seed"),
                               max_rounds=params.get("max_rounds") or 8, workers=params.get("workers") or 8,
                               cabling=cabling, stage=stage, run_id=run_id, ledger=ledger, check=check,
-                              unmeasured=declared.get("unmeasured"))
+                              unmeasured=dict(declared.get("unmeasured") or {}, **gpudirect_gap(declared)))
     finally:
         if ledger is not None:
             ledger.close()

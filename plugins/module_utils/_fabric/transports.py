@@ -127,15 +127,21 @@ class Iperf3Transport(PairTransport):
 class IbWriteBwTransport(PairTransport):
     """perftest ``ib_write_bw`` per HCA (``-d <hca>``, ``--report_gbits``, ``-s size``, ``-D seconds``);
     the pair's value is its slowest HCA in Gb/s, every HCA's number is evidence.  ``bidirectional`` adds
-    ``-b`` (perftest: both directions at once, the sum reported), what a ``min_bidir_gbps`` floor is about."""
+    ``-b`` (perftest: both directions at once, the sum reported), what a ``min_bidir_gbps`` floor is about.
+    ``cuda_devices`` (GPUDirect RDMA): the GPU index whose memory each HCA's buffers live in, perftest
+    ``--use_cuda=<index>``; one per HCA, in ``hcas`` order."""
 
     name = "ib_write_bw"
     unit = "Gb/s"
 
     def __init__(self, launcher, addresses=None, timeout_s=60, hcas=("mlx5_0",), size=8388608, duration_s=5,
-                 port=18515, binary="ib_write_bw", bidirectional=False):
+                 port=18515, binary="ib_write_bw", bidirectional=False, cuda_devices=None):
         super().__init__(launcher, addresses, timeout_s)
         self.bidirectional = bool(bidirectional)
+        self.cuda_devices = list(cuda_devices) if cuda_devices is not None else None
+        if self.cuda_devices is not None and len(self.cuda_devices) != len(hcas):
+            raise ValidationError("cuda_devices names %d GPUs for %d HCAs" % (len(self.cuda_devices), len(hcas)),
+                                  where="ib_write_bw")
         self.hcas = list(hcas)
         self.size = int(size)
         self.duration_s = int(duration_s)
@@ -149,6 +155,8 @@ class IbWriteBwTransport(PairTransport):
             common = ["-d", hca, "-p", str(port), "--report_gbits", "-s", str(self.size), "-D", str(self.duration_s), "-F"]
             if self.bidirectional:
                 common.append("-b")
+            if self.cuda_devices is not None:
+                common.append("--use_cuda=%s" % self.cuda_devices[i])
             server = self.launcher.wrap(b, ["timeout", str(int(self.timeout_s)), self.binary] + common)
             try:
                 srv = spawn(server)
@@ -171,7 +179,7 @@ class IbWriteBwTransport(PairTransport):
         worst = min(per_hca, key=lambda hca: per_hca[hca])
         return PairTest(a, b, OK, per_hca[worst], self.unit,
                         evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst,
-                                  "bidirectional": self.bidirectional})
+                                  "bidirectional": self.bidirectional, "cuda_devices": self.cuda_devices})
 
 
 class NcclPairTransport(PairTransport):
@@ -224,7 +232,7 @@ def make_transport(name: str, launcher: Launcher, addresses: dict | None = None,
         keys = ("timeout_s", "duration_s", "port", "streams", "bidir", "binary")
         return Iperf3Transport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name == "ib_write_bw":
-        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary", "bidirectional")
+        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary", "bidirectional", "cuda_devices")
         return IbWriteBwTransport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name in ("nccl-tests", "rccl-tests"):
         keys = ("timeout_s", "binary", "gpus_per_node", "size", "env")

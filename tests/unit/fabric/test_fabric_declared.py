@@ -71,6 +71,26 @@ def test_ib_write_bw_bidirectional_adds_b():
     assert all("-b" in argv for argv in seen) and len(seen) == 2
 
 
+def test_gpudirect_needs_the_gpu_beside_each_hca(repo_root):
+    """The SKU declares GPUDirect: without a GPU per HCA host memory would be measured, so a node cannot pass."""
+    options = FD.test_options(_fabric_tests(repo_root)["fabric_pairwise"])
+    assert options["gpudirect"] and set(FD.gpudirect_gap(options)) == {"gpudirect"}
+    seen = []
+
+    class Recorder(H.LocalLauncher):
+        def wrap(self, host, argv):
+            seen.append(list(argv))
+            return ["false"]
+
+    transport = T.make_transport("ib_write_bw", Recorder(), hcas=["mlx5_0", "mlx5_3"], cuda_devices=[0, 3],
+                                 timeout_s=5)
+    transport.measure("a", "b")
+    assert "--use_cuda=0" in seen[0]
+    with pytest.raises(ValidationError, match="2 GPUs for 1 HCAs"):
+        T.make_transport("ib_write_bw", Recorder(), hcas=["mlx5_0"], cuda_devices=[0, 1])
+    assert FD.gpudirect_gap(dict(options, cuda_devices=[0, 1, 2, 3, 4, 5, 6, 7])) == {}
+
+
 def test_unmeasured_threshold_holds_a_passing_node():
     interfaces = {"n1": {"status": "pass", "reason": "ok"}, "n2": {"status": "fail", "reason": "slow"}}
     FD.hold_unmeasured(interfaces, {"max_p99_lat_us": FD.UNMEASURED["max_p99_lat_us"]})
