@@ -86,6 +86,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.metrics import PROMETHEUS_IMPORT_ERROR
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit import exercise
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.state import exercise_module
 from ansible_collections.symphony.cluster.plugins.module_utils._host.process import run
@@ -129,7 +130,7 @@ def _run(params, check_mode):
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    run_module(module, _run)
+    run_module(module, _run, requires={"prometheus_client": PROMETHEUS_IMPORT_ERROR})
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ extends_documentation_fragment:
   - symphony.cluster.attributes.INFO_MODULE
 attributes:
   platform:
+    description: Target OS/families that can be operated against.
     support: full
     platforms: posix
     details:

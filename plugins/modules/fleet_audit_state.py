@@ -76,6 +76,7 @@ report:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.metrics import PROMETHEUS_IMPORT_ERROR
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.state import state_module
 
 ARGUMENT_SPEC = {
@@ -97,7 +98,7 @@ def _run(params, check_mode):
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    run_module(module, _run)
+    run_module(module, _run, requires={"prometheus_client": PROMETHEUS_IMPORT_ERROR})
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ def power_parts(results, steps):
         traces[part] = {"samples": [s for s in samples["samples"] if s["gpu"] == 0], "tdp_w": samples.get("tdp_w"),
                         "on_windows": [w for w in samples.get("on_windows", []) if None not in w],
                         "title": "%s load, %s, %s Hz, check %s" % (load, samples.get("backend"),
-                                                                  figures["achieved_hz"], check["status"])}
+                                                                   figures["achieved_hz"], check["status"])}
     return out, traces
 
 

@@ -23,12 +23,12 @@ N, WARMUP, REPEATS = 8192, 3, 10
 
 def timed(product, n, repeats=REPEATS, warmup=WARMUP):
     """``{tflops, ms_per_product, n, repeats}`` of ``product()`` (one n^3 product per call), timed by CUDA events."""
-    for _ in range(warmup):
+    for _warm in range(warmup):
         product()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(repeats):
+    for _rep in range(repeats):
         product()
     end.record()
     end.synchronize()

@@ -33,7 +33,6 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Optional
 
-from .errors import ManifestError
 from .match import describe, firmware_members
 
 SKIP = "skip"

@@ -20,8 +20,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+try:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import GaugeMetricFamily
+    PROMETHEUS_IMPORT_ERROR: Optional[str] = None
+except ImportError as _imp_err:  # the modules that export metrics say so through run_module(requires=)
+    PROMETHEUS_IMPORT_ERROR = str(_imp_err)
 
 from .._core.gate import STATUSES
 

@@ -22,7 +22,7 @@ HEADER = re.compile(r"^# SOURCE: symphony\.cluster tests/device/run\.sh \| (?P<a
 def _fixtures(kind):
     found = sorted(FIXTURES.glob("nvidia-smi-%s-*.txt" % kind))
     return found or [pytest.param(None, marks=pytest.mark.skip(reason="no device fixture yet: run tests/device/run.sh "
-                                                                       "on a GPU machine and commit its nvidia-smi-*.txt"))]
+                                                               "on a GPU machine and commit its nvidia-smi-*.txt"))]
 
 
 def _read(path):

@@ -2,8 +2,6 @@
 
 import time
 
-import pytest
-
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import CheckResult, GateVerdict
 from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit import exercise
