@@ -6,8 +6,9 @@
 :data:`KINDS` maps each fabric kind to its tool, the threshold that is its floor and its collective.  The
 floor is the SKU's threshold (``min_bidir_gbps``, ``min_busbw_gbps``).  A profile's ``params.transport``
 replaces the tool (the lab profile measures over iperf3); the SKU's thresholds are in the declared tool's
-terms, so a replaced tool is judged against ``params.floor`` (its own unit) or else relative to its peers.  ``params.nodes: 1`` tests run on each node alone over all its GPUs (:func:`run_single_node`); the
-others are pair schedules.  Results are recorded under the test's own name, so every declared test gets
+terms, so a replaced tool is judged against ``params.floor`` (its own unit) or else relative to its peers.
+``params.nodes: 1`` tests run on each node alone over all its GPUs (:func:`run_single_node`); the others are
+pair schedules.  Results are recorded under the test's own name, so every declared test gets
 its row in the burn-in gate.
 """
 
@@ -37,8 +38,8 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
 
     Returns ``{check, transport, replaced, floor, nodes, message_bytes, binary, gpus_per_node, duration_s,
     bidirectional, gpudirect, cuda_devices, unmeasured}``; ``gpudirect`` with ``params.cuda_devices`` (GPU index
-    per HCA, the node's PCIe pairing) puts ib_write_bw's buffers in GPU memory; ``floor`` in the transport's unit (Gb/s, busbw GB/s), None = relative;
-    ``replaced``: the profile replaced the kind's tool.
+    per HCA, the node's PCIe pairing) puts ib_write_bw's buffers in GPU memory; ``floor`` in the transport's
+    unit (Gb/s, busbw GB/s), None = relative; ``replaced``: the profile replaced the kind's tool.
     Raises :class:`ValidationError` for a kind not in :data:`KINDS`.
     """
     kind = test.get("kind")

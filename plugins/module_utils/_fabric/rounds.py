@@ -137,8 +137,9 @@ def fabric_test_module(params, check_mode=False):
 
     With ``params["test"]`` (a SKU fabric test: name, kind, params, thresholds) the transport, floor, size
     and check name come from the test (:func:`~._fabric.declared.test_options`), overriding the module's
-    options; ``params["floor"]`` still sets the floor of a test whose tool the profile replaced.  Returns the module result dict.  Raises :class:`SymphonyError` subclasses on bad input
-    (unknown schedule/transport/kind, malformed twin, ledger errors).
+    options; ``params["floor"]`` still sets the floor of a test whose tool the profile replaced.  Returns the
+    module result dict.  Raises :class:`SymphonyError` subclasses on bad input (unknown schedule/transport/kind,
+    malformed twin, ledger errors).
     """
     nodes = list(params["nodes"])
     check_nodes(nodes)
