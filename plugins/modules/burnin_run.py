@@ -128,6 +128,11 @@ declared:
   returned: always
   type: list
   elements: str
+fabric_tests:
+  description: The planned fabric-tier tests (name, kind, params, thresholds, timeout_s) for M(symphony.cluster.fabric_test)'s C(test).
+  returned: always
+  type: list
+  elements: dict
 stopped_after:
   description: The test whose failure stopped the node, or null.
   returned: always

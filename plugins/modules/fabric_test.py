@@ -40,6 +40,17 @@ options:
     type: str
     default: iperf3
     choices: [iperf3, ib_write_bw, nccl-tests, rccl-tests]
+  test:
+    description:
+      - One fabric test of the SKU's burn-in declaration (C(name), C(kind), C(params), C(thresholds)), as
+        C(burnin_run) returns it in C(fabric_tests). Its kind gives the tool (C(ib_write_bw_pairwise),
+        C(nccl_all_reduce), C(nccl_all_gather), C(rccl_all_reduce)), its thresholds the floor, its params the
+        size, the node count (C(nodes=1) runs on each node alone over all its GPUs) and, where a profile sets
+        one, C(transport); the results are recorded under the test's name instead of C(fabric_interface).
+      - A threshold no transport measures yet (C(max_p99_lat_us)) keeps a node that met the floor C(not_run).
+      - O(floor) judges a test only where the profile replaced its kind's tool (the lab's iperf3); otherwise the
+        SKU's floor does.
+    type: dict
   schedule:
     description: Which schedule to run.
     type: str
@@ -222,6 +233,7 @@ ARGUMENT_SPEC = {
     "addresses": {"type": "dict", "default": {}},
     "transport": {"type": "str", "default": "iperf3", "choices": list(_transports.TRANSPORTS)},
     **_launchers.launcher_argument_spec(default="ssh"),
+    "test": {"type": "dict"},
     "schedule": {"type": "str", "default": "adaptive", "choices": ["adaptive", "round_robin", "tri_ring"]},
     "seed": {"type": "int"},
     "max_rounds": {"type": "int", "default": 8},

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, asdict
+from typing import Any
 
 from .._core.errors import ManifestError
 from .._core.gate import CheckGraph, CheckSpec
@@ -21,6 +22,9 @@ STAGE = "burn_in"
 TIER_ORDER = ("node", "gpu", "power", "fabric")
 RUNNER_TIERS = ("node", "gpu", "power")
 XID_CHECK = "%s_xid_scan"
+# Kinds the fabric tier runs (tasks/fabric.yml -> fabric_test; implemented in _fabric/declared.py KINDS, a
+# unit test keeps the two equal).  The runner tiers' kinds are those of _burnin.checks.KINDS.
+FABRIC_KINDS = frozenset(("ib_write_bw_pairwise", "nccl_all_reduce", "nccl_all_gather", "rccl_all_reduce"))
 
 
 @dataclass
@@ -134,6 +138,26 @@ def build_plan(manifest: dict, profile: str | None = "production", tiers: list |
     if only:
         plan = [t for t in plan if t.name in only]
     return plan
+
+
+def check_kinds(manifest: dict, registry: Any) -> None:
+    """Raise :class:`ManifestError` naming the SKU, tier and test for a kind nothing implements.
+
+    ``registry``: the runner tiers' kinds (``_burnin.checks.KINDS``); fabric tests need a kind of
+    :data:`FABRIC_KINDS`.  A declared test nobody can run would otherwise only ever be ``not_run``.
+    """
+    sku = manifest.get("sku", "manifest")
+    for t_index, tier in enumerate((manifest.get("burn_in") or {}).get("tiers") or []):
+        if not isinstance(tier, dict):
+            continue
+        known = FABRIC_KINDS if tier.get("name") not in RUNNER_TIERS else registry
+        for index, spec in enumerate(tier.get("tests") or []):
+            kind = spec.get("kind") if isinstance(spec, dict) else None
+            if kind not in known:
+                raise ManifestError("SKU %s, tier %s, test %r: kind %r has no implementation (known for this tier: "
+                                    "%s)" % (sku, tier.get("name"), spec.get("name") if isinstance(spec, dict)
+                                             else spec, kind, ", ".join(sorted(known))),
+                                    where="%s: $.burn_in.tiers[%d].tests[%d]" % (sku, t_index, index))
 
 
 def check_names(plan: list[PlannedTest]) -> list[str]:

@@ -53,7 +53,7 @@ from .context import TestContext, TestTimeoutError
 from .evidence import EvidenceStore, absolutise_evidence, safe_name
 from .executor import Executor
 from .kernel_log import KernelLog, kernel_findings, xid_outcome
-from .plan import RUNNER_TIERS, STAGE, TIER_ORDER, XID_CHECK, PlannedTest, build_plan, gate_graph
+from .plan import RUNNER_TIERS, STAGE, TIER_ORDER, XID_CHECK, PlannedTest, build_plan, check_kinds, gate_graph
 
 
 def _attempt(test, node, manifest, profile, executor, evidence, kernel_log, function, attempt, clock, sleep, sysfs,
@@ -258,9 +258,13 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
     ``params``: node, manifest, profile, tiers, tests, overrides, evidence_dir, run_id, stopped_after,
     fail_fast.  In check mode returns the plan without running anything.  Returns the module result:
     ``{changed, run_id, plan, checks: [gate_record check dicts with absolute evidence paths], optional,
-    declared (every check the SKU declares for this profile), stopped_after, tiers, evidence_dir, evidence_files}``.
+    declared, fabric_tests, stopped_after, tiers, evidence_dir, evidence_files}``.  ``declared`` is every
+    check of the SKU's burn-in gate (whatever ``tiers``/``tests`` restrict this run to): ``gate_record`` builds
+    the gate from it.  ``fabric_tests`` are the planned fabric-tier tests (merged params/thresholds) for
+    ``fabric_test``'s ``test``.  Raises :class:`ManifestError` for a kind nothing implements.
     """
     manifest = _validate(params["manifest"])
+    check_kinds(manifest, KINDS)
     profile = params.get("profile") or "production"
     plan = build_plan(manifest, profile, tiers=params.get("tiers") or None, only=params.get("tests") or None,
                       overrides=params.get("overrides") or None, calibration=params.get("calibration"))
@@ -268,8 +272,10 @@ def burnin_run(params: Mapping[str, Any], check_mode: bool, executor: Executor |
     optional = list(((manifest.get("gates") or {}).get(profile) or {}).get(STAGE, {}).get("optional") or [])
     # every declared check, not only this run's plan: the gate reads the latest result of each (issue 25)
     declared = gate_graph(manifest, profile).order()
+    fabric_tests = [{"name": t.name, "kind": t.kind, "params": t.params, "thresholds": t.thresholds,
+                     "timeout_s": t.timeout_s} for t in plan if t.tier not in RUNNER_TIERS]
     out = {"changed": False, "run_id": run_id, "plan": [t.to_dict() for t in plan], "optional": optional,
-           "declared": declared,
+           "declared": declared, "fabric_tests": fabric_tests,
            "profile": profile, "checks": [], "stopped_after": params.get("stopped_after"), "tiers": {},
            "evidence_dir": params["evidence_dir"], "evidence_files": []}
     if check_mode:

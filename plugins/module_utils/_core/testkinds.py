@@ -17,13 +17,14 @@ from .errors import ManifestError
 
 _STRESS_NG_THRESHOLDS = ("exit_code", "max_errors", "min_bogo_ops_per_s")
 _POWER_PARAMS = ("duration_s", "warmup_s", "sample_interval_s", "period_s", "duty_cycle", "load", "load_args",
-                 "telemetry")
+                 "telemetry", "ramp_s", "ramp_step_s", "max_edge_error_ms")
 # max_sel_critical: judged on the controller from the BMC SEL scan (check bmc_sel_scan), not by the power check.
 _POWER_THRESHOLDS = ("target_w", "min_fraction_of_tdp", "max_fraction_of_tdp", "max_throttle_pct", "max_temp_c",
-                     "max_xid", "max_power_brake_events", "max_sel_critical")
+                     "max_xid", "max_power_brake_events", "max_hw_thermal_events", "max_sel_critical")
 # Fabric-tier kinds are run by the fabric tier (fabric_test, roles/burn_in/tasks/fabric.yml), not by a burn-in
-# check function; these are the keys the shipped SKUs declare for them.
-_COLLECTIVE_PARAMS = ("min_bytes", "max_bytes", "step_factor", "nodes")
+# check function; _fabric/declared.py test_options reads these (transport/floor: a profile replacing the tool).
+_FABRIC_PARAMS = ("transport", "floor", "duration_s", "binary")
+_COLLECTIVE_PARAMS = ("min_bytes", "max_bytes", "step_factor", "nodes", "size_bytes", "gpus_per_node") + _FABRIC_PARAMS
 
 # kind -> {"params": keys, "thresholds": keys}: what the kind's check in _burnin/checks reads (its docstring
 # gives units and defaults).
@@ -47,6 +48,9 @@ TEST_KINDS: Dict[str, Dict[str, Tuple[str, ...]]] = {
     # required_status: the verdict DCGM must give (the check fails on any Fail); memory_bandwidth_min_mbps: the
     # floor DCGM's memory_bandwidth plugin applies from its diag-skus table (the check reads DCGM's verdict).
     "dcgm_diag": {"params": ("level", "extra"), "thresholds": ("required_status", "memory_bandwidth_min_mbps")},
+    "nvlink": {"params": ("fabric_state", "fabric_manager"),
+               "thresholds": ("min_active_links", "min_link_gbps", "max_replay_errors", "max_recovery_errors",
+                              "max_crc_errors")},
     "rocm_smi": {"params": (), "thresholds": ("gpu_count", "max_temp_c", "max_pcie_replay")},
     "rocm_validation_suite": {"params": ("suite", "conf_dir"), "thresholds": ("required_status",)},
     "amd_field_diag": {"params": ("command",), "thresholds": ()},
@@ -54,7 +58,8 @@ TEST_KINDS: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "dcgmproftester": {"params": ("duration_s", "field_id"), "thresholds": ()},
     "power_sustained": {"params": _POWER_PARAMS, "thresholds": _POWER_THRESHOLDS},
     "power_pulsating": {"params": _POWER_PARAMS, "thresholds": _POWER_THRESHOLDS},
-    "ib_write_bw_pairwise": {"params": ("pairing", "size_bytes", "gpudirect"),
+    "ib_write_bw_pairwise": {"params": ("pairing", "size_bytes", "gpudirect", "cuda_devices", "bidirectional")
+                             + _FABRIC_PARAMS,
                              "thresholds": ("min_bidir_gbps", "max_p99_lat_us")},
     "nccl_all_reduce": {"params": _COLLECTIVE_PARAMS, "thresholds": ("min_busbw_gbps",)},
     "nccl_all_gather": {"params": _COLLECTIVE_PARAMS, "thresholds": ("min_busbw_gbps",)},

@@ -17,6 +17,7 @@ from .._core.gate import CheckResult, new_run_id
 from .._core.ledger import open_ledger
 from .._core.twin import load_twin
 from .._host.launchers import launcher_from_params
+from .declared import effective_floor, gpudirect_gap, hold_unmeasured, run_single_node, test_options
 from .localise import CHECK_INTERFACE, EVENT_LINK, link_events, node_outcomes
 from .pairs import PairPathFabric
 from .schedules import check_nodes, random_matching, round_robin, run_schedule, tri_ring
@@ -51,10 +52,13 @@ def plan(nodes, schedule="adaptive", seed=None):
 
 
 def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fraction=0.8, seed=None, max_rounds=8,
-                    workers=8, cabling=None, stage="burn_in", run_id=None, ledger=None, clock=time.time):
+                    workers=8, cabling=None, stage="burn_in", run_id=None, ledger=None, clock=time.time,
+                    check=CHECK_INTERFACE, unmeasured=None):
     """Run a schedule with ``transport``, localise, and (when ``ledger`` is given) record the verdicts.
 
-    Per node: a :class:`~._core.gate.CheckResult` for check ``fabric_interface`` at ``stage``.  Per bad or
+    Per node: a :class:`~._core.gate.CheckResult` for ``check`` (default ``fabric_interface``; a SKU test's
+    name when run from the declaration) at ``stage``; ``unmeasured`` (threshold -> why) holds a passing node
+    at ``not_run`` (:func:`~._fabric.declared.hold_unmeasured`).  Per bad or
     ambiguous link: ``ledger.record_event(node, "fabric_link", data)`` for each endpoint node (see
     :func:`~._fabric.localise.link_events`).  Returns ``{"rounds", "schedule", "threshold", "interfaces":
     {node: status/reason/...}, "bad_interfaces", "bad_links", "links", "ambiguous", "tests", "run_id"}``.
@@ -73,9 +77,10 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
         outcome["evidence"] = dict(outcome.get("evidence") or {}, pairs=[
             {"a": t.a, "b": t.b, "value": t.value, "unit": t.unit, "status": t.status, "round": t.round}
             for t in out["tests"] if node in (t.a, t.b)])
+    hold_unmeasured(outcomes, unmeasured or {})
     events = link_events(loc, run_id)
     if ledger is not None:
-        results = [CheckResult(node=node, stage=stage, check=CHECK_INTERFACE, status=o["status"],
+        results = [CheckResult(node=node, stage=stage, check=check, status=o["status"],
                                reason=o["reason"], expected=o["expected"], observed=o["observed"],
                                remediation=o["remediation"],
                                evidence=dict(o["evidence"], transport=transport.name, schedule=schedule,
@@ -85,7 +90,8 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
         ledger.record_results(results)
         for node, data in events:
             ledger.record_event(node, EVENT_LINK, data)
-    return {"run_id": run_id, "rounds": out["rounds"], "schedule": schedule, "transport": transport.name,
+    return {"run_id": run_id, "check": check, "rounds": out["rounds"], "schedule": schedule,
+            "transport": transport.name,
             "threshold": runner.threshold,
             "interfaces": {n: {k: o[k] for k in ("status", "reason", "remediation", "observed", "evidence")}
                            for n, o in outcomes.items()},
@@ -108,41 +114,85 @@ def _not_run_everywhere(nodes, reason, stage, run_id, ledger, check):
     return {n: {"status": "not_run", "reason": reason, "remediation": "", "observed": None} for n in nodes}
 
 
+def _record_single(nodes, interfaces, stage, run_id, ledger, check, started):
+    if ledger is None:
+        return
+    now = time.time()
+    ledger.record_results([CheckResult(node=n, stage=stage, check=check, status=o["status"], reason=o["reason"],
+                                       observed=o.get("observed"), remediation=o.get("remediation") or "",
+                                       evidence=o.get("evidence") or {}, started=started, finished=now,
+                                       run_id=run_id) for n, o in interfaces.items() if n in nodes])
+
+
+def _result(run_id, schedule, transport, interfaces, ledger, check, **extra):
+    out = {"changed": ledger is not None, "run_id": run_id, "check": check, "schedule": schedule,
+           "transport": transport, "rounds": 0, "interfaces": interfaces, "bad_interfaces": [], "bad_links": [],
+           "links": {}, "ambiguous": [], "tests": [], "threshold": None}
+    out.update(extra)
+    return out
+
+
 def fabric_test_module(params, check_mode=False):
     """Everything ``symphony.cluster.fabric_test`` does; ``params`` are the module's parameters.
 
-    Returns the module result dict.  Raises :class:`SymphonyError` subclasses on bad input (unknown
-    schedule/transport, malformed twin, ledger errors).
+    With ``params["test"]`` (a SKU fabric test: name, kind, params, thresholds) the transport, floor, size
+    and check name come from the test (:func:`~._fabric.declared.test_options`), overriding the module's
+    options; ``params["floor"]`` still sets the floor of a test whose tool the profile replaced.  Returns the
+    module result dict.  Raises :class:`SymphonyError` subclasses on bad input (unknown schedule/transport/kind,
+    malformed twin, ledger errors).
     """
     nodes = list(params["nodes"])
     check_nodes(nodes)
     schedule = params.get("schedule") or "adaptive"
     stage = params.get("stage") or "burn_in"
     run_id = params.get("run_id") or new_run_id("fabric")
+    declared = test_options(params["test"]) if params.get("test") else {}
+    check = declared.get("check") or CHECK_INTERFACE
+
+    def option(name, key=None):
+        value = declared.get(key or name)
+        return params.get(name) if value is None else value
+
+    floor = effective_floor(declared, params.get("floor"))
     cabling = _cabling(params, nodes)
     launcher = launcher_from_params(params)
     transport = make_transport(
-        params.get("transport") or "iperf3", launcher, params.get("addresses") or {},
-        timeout_s=params.get("timeout_s"), duration_s=params.get("duration_s"), port=params.get("port"),
-        streams=params.get("streams"), hcas=params.get("hcas"), size=params.get("message_bytes"),
-        gpus_per_node=params.get("gpus_per_node"), binary=params.get("binary"), env=params.get("nccl_env"))
+        option("transport"), launcher, params.get("addresses") or {},
+        timeout_s=params.get("timeout_s"), duration_s=option("duration_s"), port=params.get("port"),
+        streams=params.get("streams"), hcas=params.get("hcas"), size=option("message_bytes"),
+        gpus_per_node=option("gpus_per_node"), binary=option("binary"), env=params.get("nccl_env"),
+        bidirectional=declared.get("bidirectional"),
+        cuda_devices=declared.get("cuda_devices") if declared.get("gpudirect") else None)
+    single = bool(declared) and declared["nodes"] == 1
     if check_mode:
-        return {"changed": False, "run_id": run_id, "schedule": schedule, "transport": transport.name,
-                "plan": [[list(p) for p in r] for r in plan(nodes, schedule, params.get("seed"))],
-                "cabling": cabling}
+        return {"changed": False, "run_id": run_id, "check": check, "schedule": "per_node" if single else schedule,
+                "transport": transport.name, "cabling": cabling,
+                "plan": [[[n]] for n in nodes] if single else
+                [[list(p) for p in r] for r in plan(nodes, schedule, params.get("seed"))]}
     ledger = open_ledger(params.get("ledger")) if params.get("record", True) else None
     try:
         try:
             launcher.check()
         except ToolNotFoundError as exc:
-            interfaces = _not_run_everywhere(nodes, str(exc), stage, run_id, ledger, CHECK_INTERFACE)
-            return {"changed": ledger is not None, "run_id": run_id, "schedule": schedule, "transport": transport.name,
-                    "rounds": 0, "interfaces": interfaces, "bad_interfaces": [], "bad_links": [], "links": {},
-                    "ambiguous": [], "tests": [], "threshold": None}
-        out = run_fabric_test(nodes, transport, schedule, floor=params.get("floor"),
+            return _result(run_id, schedule, transport.name,
+                           _not_run_everywhere(nodes, str(exc), stage, run_id, ledger, check), ledger, check)
+        if single:
+            started = time.time()
+            options = dict(declared, transport=transport.name, floor=floor,
+                           gpus_per_node=option("gpus_per_node"), binary=getattr(transport, "binary", None))
+            interfaces = run_single_node(nodes, launcher.wrap, options, params.get("timeout_s") or 60)
+            _record_single(nodes, interfaces, stage, run_id, ledger, check, started)
+            return _result(run_id, "per_node", transport.name, interfaces, ledger, check, cabling=cabling,
+                           threshold={"threshold": floor, "basis": "floor" if floor is not None else "none"})
+        if len(nodes) < 2:
+            reason = "%s pairs nodes: needs at least two in the batch, got %d" % (check, len(nodes))
+            return _result(run_id, schedule, transport.name,
+                           _not_run_everywhere(nodes, reason, stage, run_id, ledger, check), ledger, check)
+        out = run_fabric_test(nodes, transport, schedule, floor=floor,
                               min_fraction=params.get("min_fraction") or 0.8, seed=params.get("seed"),
                               max_rounds=params.get("max_rounds") or 8, workers=params.get("workers") or 8,
-                              cabling=cabling, stage=stage, run_id=run_id, ledger=ledger)
+                              cabling=cabling, stage=stage, run_id=run_id, ledger=ledger, check=check,
+                              unmeasured=dict(declared.get("unmeasured") or {}, **gpudirect_gap(declared)))
     finally:
         if ledger is not None:
             ledger.close()

@@ -126,14 +126,22 @@ class Iperf3Transport(PairTransport):
 
 class IbWriteBwTransport(PairTransport):
     """perftest ``ib_write_bw`` per HCA (``-d <hca>``, ``--report_gbits``, ``-s size``, ``-D seconds``);
-    the pair's value is its slowest HCA in Gb/s, every HCA's number is evidence."""
+    the pair's value is its slowest HCA in Gb/s, every HCA's number is evidence.  ``bidirectional`` adds
+    ``-b`` (perftest: both directions at once, the sum reported), what a ``min_bidir_gbps`` floor is about.
+    ``cuda_devices`` (GPUDirect RDMA): the GPU index whose memory each HCA's buffers live in, perftest
+    ``--use_cuda=<index>``; one per HCA, in ``hcas`` order."""
 
     name = "ib_write_bw"
     unit = "Gb/s"
 
     def __init__(self, launcher, addresses=None, timeout_s=60, hcas=("mlx5_0",), size=8388608, duration_s=5,
-                 port=18515, binary="ib_write_bw"):
+                 port=18515, binary="ib_write_bw", bidirectional=False, cuda_devices=None):
         super().__init__(launcher, addresses, timeout_s)
+        self.bidirectional = bool(bidirectional)
+        self.cuda_devices = list(cuda_devices) if cuda_devices is not None else None
+        if self.cuda_devices is not None and len(self.cuda_devices) != len(hcas):
+            raise ValidationError("cuda_devices names %d GPUs for %d HCAs" % (len(self.cuda_devices), len(hcas)),
+                                  where="ib_write_bw")
         self.hcas = list(hcas)
         self.size = int(size)
         self.duration_s = int(duration_s)
@@ -145,6 +153,10 @@ class IbWriteBwTransport(PairTransport):
         for i, hca in enumerate(self.hcas):
             port = self.port + slot * len(self.hcas) + i
             common = ["-d", hca, "-p", str(port), "--report_gbits", "-s", str(self.size), "-D", str(self.duration_s), "-F"]
+            if self.bidirectional:
+                common.append("-b")
+            if self.cuda_devices is not None:
+                common.append("--use_cuda=%s" % self.cuda_devices[i])
             server = self.launcher.wrap(b, ["timeout", str(int(self.timeout_s)), self.binary] + common)
             try:
                 srv = spawn(server)
@@ -166,7 +178,8 @@ class IbWriteBwTransport(PairTransport):
                 return self.error(a, b, "ib_write_bw output unreadable on %s: %s" % (hca, exc))
         worst = min(per_hca, key=lambda hca: per_hca[hca])
         return PairTest(a, b, OK, per_hca[worst], self.unit,
-                        evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst})
+                        evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst,
+                                  "bidirectional": self.bidirectional, "cuda_devices": self.cuda_devices})
 
 
 class NcclPairTransport(PairTransport):
@@ -186,9 +199,12 @@ class NcclPairTransport(PairTransport):
         self.name = tool
 
     def measure(self, a, b, slot=0):
-        argv = self.launcher.group([a, b], self.gpus_per_node,
-                                   [self.binary, "-b", str(self.size), "-e", str(self.size), "-g", "1", "-c", "1"],
-                                   self.env)
+        try:
+            argv = self.launcher.group([a, b], self.gpus_per_node,
+                                       [self.binary, "-b", str(self.size), "-e", str(self.size), "-g", "1", "-c", "1"],
+                                       self.env)
+        except ValidationError as exc:  # a launcher that cannot start a multi-node job (ssh): no measurement
+            return self.error(a, b, exc.message)
         rc, out, err = run_command(argv, self.timeout_s)
         if missing_tool(rc, err, self.binary) or missing_tool(rc, err, argv[0]):
             return self.error(a, b, "%s not found (%s)" % (self.binary, tail(err, 200)))
@@ -216,7 +232,7 @@ def make_transport(name: str, launcher: Launcher, addresses: dict | None = None,
         keys = ("timeout_s", "duration_s", "port", "streams", "bidir", "binary")
         return Iperf3Transport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name == "ib_write_bw":
-        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary")
+        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary", "bidirectional", "cuda_devices")
         return IbWriteBwTransport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name in ("nccl-tests", "rccl-tests"):
         keys = ("timeout_s", "binary", "gpus_per_node", "size", "env")

@@ -4,8 +4,8 @@
 """GPU telemetry sampled at 1 Hz during power tests: power (W), temperature (°C), SM clock (MHz), throttle reasons.
 
 Backends, in order of preference: NVML through nvidia-ml-py (``pynvml``, optional
-import), ``nvidia-smi --query-gpu`` CSV polling, and ``rocm-smi --json`` polling for
-AMD.  Where none can read a GPU, :func:`open_backend` raises
+import), ``nvidia-smi --query-gpu`` CSV polling, and for AMD ``amd-smi metric --json``
+then ``rocm-smi --json`` polling.  Where none can read a GPU, :func:`open_backend` raises
 :class:`ToolNotFoundError` with the reasons, and the power test is ``not_run``.
 
 Throttle bits are NVML's ``nvmlClocksEventReason*`` (nvml.h): GpuIdle 0x1,
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, asdict
 from typing import Any, Callable, Protocol, Sequence
 
 from .._core.errors import ParseError, ToolNotFoundError
+from .parsers.amd_smi import parse_amd_smi_metric
 from .parsers.power_csv import parse_query_csv
 from .parsers.rocm_smi import parse_rocm_smi_json
 from .process import CommandTimeoutError, run, which
@@ -184,36 +185,63 @@ def samples_from_query_csv(text: str, fields: Sequence[str]) -> list[dict[str, A
     return out
 
 
-class RocmSmiBackend:
-    """``rocm-smi --showpower --showtemp --showclocks --json`` polling (AMD; no throttle reasons)."""
+class _PolledTool:
+    """A backend that runs ``binary`` with ``ARGS`` on every read (10 s limit); no throttle reasons."""
 
-    name = "rocm-smi"
+    name = ""
+    ARGS: tuple[str, ...] = ()
 
-    def __init__(self, binary: str = "rocm-smi") -> None:
-        found = which(binary)
+    def __init__(self, binary: str | None = None) -> None:
+        found = which(binary or self.name)
         if not found:
-            raise ToolNotFoundError("rocm-smi not found", where="telemetry")
+            raise ToolNotFoundError("%s not found" % self.name, where="telemetry")
         self.binary = found
-        self.read()
+        if not self.read():
+            raise ToolNotFoundError("%s reports no GPU" % self.name, where="telemetry")
+
+    def output(self) -> str:
+        try:
+            return run([self.binary] + list(self.ARGS), 10).stdout
+        except (ToolNotFoundError, CommandTimeoutError) as exc:
+            raise ToolNotFoundError("%s could not be run: %s" % (self.name, exc), where="telemetry")
 
     def read(self) -> list[dict[str, Any]]:
-        try:
-            res = run([self.binary, "--showpower", "--showtemp", "--showclocks", "--json"], 10)
-        except (ToolNotFoundError, CommandTimeoutError) as exc:
-            raise ToolNotFoundError("rocm-smi could not be run: %s" % exc, where="telemetry")
-        parsed = parse_rocm_smi_json(res.stdout)
-        return [{"gpu": g["card"], "power_w": g["power_w"], "temp_c": g["temp_junction_c"] or g["temp_edge_c"],
-                 "sm_clock_mhz": g["sclk_mhz"], "throttle_mask": None} for g in parsed["gpus"]]
+        raise NotImplementedError
 
     def close(self) -> None:
         pass
 
 
+class RocmSmiBackend(_PolledTool):
+    """``rocm-smi --showpower --showtemp --showclocks --json`` polling (AMD)."""
+
+    name = "rocm-smi"
+    ARGS = ("--showpower", "--showtemp", "--showclocks", "--json")
+
+    def read(self) -> list[dict[str, Any]]:
+        parsed = parse_rocm_smi_json(self.output())
+        return [{"gpu": g["card"], "power_w": g["power_w"], "temp_c": g["temp_junction_c"] or g["temp_edge_c"],
+                 "sm_clock_mhz": g["sclk_mhz"], "throttle_mask": None} for g in parsed["gpus"]]
+
+
+class AmdSmiBackend(_PolledTool):
+    """``amd-smi metric --json`` polling (AMD, ROCm 6+, where rocm-smi is deprecated)."""
+
+    name = "amd-smi"
+    ARGS = ("metric", "--json")
+
+    def read(self) -> list[dict[str, Any]]:
+        return [dict(g, throttle_mask=None) for g in parse_amd_smi_metric(self.output())]
+
+
 BACKENDS: dict[str, Callable[[], Backend]] = {"nvml": NvmlBackend, "nvidia-smi": NvidiaSmiBackend,
-                                              "rocm-smi": RocmSmiBackend}
+                                              "amd-smi": AmdSmiBackend, "rocm-smi": RocmSmiBackend}
 
 
-def open_backend(prefer: Sequence[str] = ("nvml", "nvidia-smi", "rocm-smi")) -> Backend:
+PREFERENCE = ("nvml", "nvidia-smi", "amd-smi", "rocm-smi")
+
+
+def open_backend(prefer: Sequence[str] = PREFERENCE) -> Backend:
     """First backend in ``prefer`` that reads a GPU; :class:`ToolNotFoundError` listing why each failed."""
     reasons = []
     for name in prefer:

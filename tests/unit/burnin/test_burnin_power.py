@@ -159,6 +159,18 @@ def test_pulsating_power_test_drives_the_load_as_a_process_group(repo_root, tmp_
     assert not os.path.exists("/proc/%d" % pid) or "Z" in open("/proc/%d/stat" % pid).read().split()[2]
 
 
+def test_hw_thermal_slowdown_events_fail_and_clocks_are_recorded():
+    """NVML HwThermalSlowdown (0x40) engaging under load is an event the power test fails on, however brief."""
+    masks = [0x4] * 20
+    masks[7] = masks[8] = 0x40 | 0x4                           # one event of two samples: 10 % of the samples
+    samples = [T.Sample(float(i), 0, 690.0, 80.0, 1980.0 - (300.0 if m & 0x40 else 0.0), m, T.decode_throttle(m))
+               for i, m in enumerate(masks)]
+    ok, problems, per_gpu = C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87, max_hw_thermal_events=0)
+    assert not ok and problems == ["GPU 0 1 hardware thermal slowdown event(s) > 0"]
+    assert per_gpu["0"]["hw_thermal_events"] == 1 and per_gpu["0"]["min_sm_clock_mhz"] == 1680.0
+    assert C.evaluate_power(samples, 700, 0.9, 1.05, 50, 87)[0]   # not judged without the threshold
+
+
 class _NoToolsExecutor(Executor):
     """No gpu_burn or dcgmproftester on the node; the PyTorch probe answers ``probe_rc``/``probe_out``."""
 

@@ -58,7 +58,9 @@ def test_plan_orders_by_tier_then_cost_and_merges_profile(manifest):
     assert cpu.params == {"method": "matrixprod", "duration_s": 3, "workers": 1} and cpu.timeout_s == 60
     prod = P.build_plan(manifest)
     assert next(t for t in prod if t.name == "cpu_stress").params["duration_s"] == 600
-    assert [t.name for t in P.build_plan(manifest, "lab", tiers=["gpu"])] == ["nvidia_smi_health", "gpu_burn",
+    assert [t.name for t in P.build_plan(manifest, "lab", tiers=["gpu"])] == ["nvidia_smi_health", "nvlink_health",
+                                                                              "dcgm_quick",
+                                                                              "gpu_burn",
                                                                               "dcgm_diag"]
 
 

@@ -10,11 +10,12 @@ with that reason); where the profile expects no GPU the GPU and power tests are
 profile and run-time overrides); defaults are named in each function.
 
 Node tier: ``stress_ng``, ``memory_size``, ``edac``, ``pcie_links``, ``fio``, ``kernel_log``, ``ibstat``.
-GPU tier: ``nvidia_smi_health``, ``dcgm_diag``, ``rocm_smi_health``, ``amd_field_diag``, ``gpu_burn``,
+GPU tier: ``nvidia_smi_health``, ``nvlink``, ``dcgm_diag``, ``rocm_smi_health``, ``amd_field_diag``, ``gpu_burn``,
 ``dcgmproftester``.  Power tier: ``power_sustained``, ``power_pulse``.
 
 One registry, :data:`KINDS` (kind -> function); the runner looks every test up there.  The functions live
-per tier: :mod:`.node` and :mod:`.devices` (node tier), :mod:`.gpu`, :mod:`.power`.
+per tier: :mod:`.node` and :mod:`.devices` (node tier), :mod:`.gpu`, :mod:`.dcgm` and :mod:`.nvlink`,
+:mod:`.power`.
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ from typing import Callable
 
 from ..._core.gate import Outcome
 from ..context import TestContext
+from .dcgm import check_dcgm_diag
 from .devices import check_fio, check_ibstat, check_pcie_links
 from .gpu import (
     check_amd_field_diag,
-    check_dcgm_diag,
     check_dcgmproftester,
     check_gpu_burn,
     check_nvidia_smi_health,
     check_rocm_smi_health,
     check_rocm_validation_suite,
 )
+from .nvlink import check_nvlink_health
 from .node import check_edac, check_kernel_log, check_memory_size, check_stress_ng_cpu, check_stress_ng_vm
 from .power import check_power_pulsating, check_power_sustained
 
@@ -46,6 +48,7 @@ KINDS: dict[str, Callable[[TestContext], Outcome]] = {
     "kernel_log_scan": check_kernel_log,
     "ibstat": check_ibstat,
     "nvidia_smi": check_nvidia_smi_health,
+    "nvlink": check_nvlink_health,
     "dcgm_diag": check_dcgm_diag,
     "rocm_smi": check_rocm_smi_health,
     "rocm_validation_suite": check_rocm_validation_suite,

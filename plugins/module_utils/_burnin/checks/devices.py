@@ -10,6 +10,8 @@ profile does not expect raises :class:`ToolNotFoundError` (the runner makes the 
 from __future__ import annotations
 
 import os
+import re
+from typing import Any
 
 from ..._core.errors import ManifestError, ToolNotFoundError
 from ..._core.gate import Outcome, failed, passed
@@ -206,35 +208,61 @@ def check_fio(ctx: TestContext) -> Outcome:
     return passed(observed=observed, expected=expected or "fio completes without error", reason=words)
 
 
-def check_ibstat(ctx: TestContext) -> Outcome:
-    """InfiniBand/RoCE ports (``ibstat``): every expected fabric port Active/LinkUp at the SKU's rate.
+# infiniband-diags ibstat.c IBPANIC text, printed as "ibpanic: [pid] main: stat of IB device 'mlx5_8' failed: ..."
+_IBSTAT_UNREAD = re.compile(r"stat of IB device '([^']+)' failed")
 
-    Expected: ``bom.nics`` entries with ``role: fabric`` (count, speed_gbps).  params:
-    ``link_layer`` (default ``InfiniBand``; ``Ethernet`` for RoCE).
+
+def judge_ibstat(cas: list, rc: int | None, stderr: str, count: int, speed: float, layer: str) -> Outcome:
+    """Verdict on ``ibstat``'s adapters ``cas`` (:func:`parse_ibstat`): ``count`` ports of ``layer`` Active/LinkUp
+    at >= ``speed`` Gb/s.
+
+    ibstat stops with exit 255 when it cannot read one adapter, after printing the ones before it
+    (infiniband-diags ``ibstat.c``: ``IBPANIC("stat of IB device '%s' failed", ca_name)`` inside the loop over
+    the adapters): what it printed is judged port by port, and the adapter it could not read is named as a
+    failure -- never a pass.
     """
-    nics = [n for n in (ctx.bom.get("nics") or []) if n.get("role") == "fabric" and n.get("count")]
-    if not nics:
-        raise ToolNotFoundError("no fabric NIC expected on this host (profile %s: bom.nics role fabric)" % ctx.profile)
-    tool = ctx.require("ibstat", why=" (no InfiniBand stack)")
-    res = ctx.run([tool], "ibstat", timeout_s=60)
-    if res.rc != 0:
-        raise ToolNotFoundError("ibstat exited %s: %s" % (res.rc, (res.stderr or res.stdout).strip()[:200]))
-    cas = parse_ibstat(res.stdout)
-    ctx.save_json("parsed.json", cas)
-    layer = ctx.params.get("link_layer", "InfiniBand")
-    speed = min(n.get("speed_gbps") or 0 for n in nics)
-    count = sum(n["count"] for n in nics)
     ports = [dict(port, ca=ca["ca"]) for ca in cas for port in ca["ports"] if port["link_layer"] == layer]
     good = [p for p in ports if p["state"] == "Active" and p["physical_state"] == "LinkUp"
             and (p["rate_gbps"] or 0) >= speed]
     bad = ["%s/%d %s/%s %s Gb/s" % (p["ca"], p["port"], p["state"], p["physical_state"], p["rate_gbps"])
            for p in ports if p not in good]
     expected = "%d %s port(s) Active/LinkUp at ≥ %g Gb/s" % (count, layer, speed)
-    observed = [{"port": "%s/%d" % (p["ca"], p["port"]), "state": p["state"], "physical_state": p["physical_state"],
-                 "rate_gbps": p["rate_gbps"]} for p in ports]
+    observed: dict[str, Any] = {"ports": [{"port": "%s/%d" % (p["ca"], p["port"]), "state": p["state"],
+                                           "physical_state": p["physical_state"], "rate_gbps": p["rate_gbps"]}
+                                          for p in ports], "rc": rc}
+    remediation = "check the cable and transceiver of the ports named, then the switch port; reseat or replace"
+    if rc not in (0, None):
+        printed = {ca["ca"] for ca in cas}
+        unread = sorted(set(_IBSTAT_UNREAD.findall(stderr or "")) - printed)
+        observed["unread"] = unread
+        return failed("ibstat stopped (exit %s) after %d adapter(s): %s could not be read (%s); judged what it "
+                      "printed: %d of %d expected %s ports up%s"
+                      % (rc, len(cas), ", ".join(unread) or "the next adapter", (stderr or "").strip()[:200],
+                         len(good), count, layer, "; not up: " + ", ".join(bad) if bad else ""),
+                      "check the driver and firmware of the adapter named (dmesg mlx5_core), reseat or replace it; "
+                      "then " + remediation, observed=observed, expected=expected)
     if len(good) < count:
         down = "; not up: " + ", ".join(bad) if bad else ""
         return failed("%d of %d expected %s ports up at ≥ %g Gb/s%s" % (len(good), count, layer, speed, down),
-                      "check the cable and transceiver of the ports named, then the switch port; reseat or replace",
-                      observed=observed, expected=expected)
+                      remediation, observed=observed, expected=expected)
     return passed(observed=observed, expected=expected, reason="%d %s ports Active" % (len(good), layer))
+
+
+def check_ibstat(ctx: TestContext) -> Outcome:
+    """InfiniBand/RoCE ports (``ibstat``): every expected fabric port Active/LinkUp at the SKU's rate.
+
+    Expected: ``bom.nics`` entries with ``role: fabric`` (count, speed_gbps).  params:
+    ``link_layer`` (default ``InfiniBand``; ``Ethernet`` for RoCE).  Partial output: :func:`judge_ibstat`.
+    """
+    nics = [n for n in (ctx.bom.get("nics") or []) if n.get("role") == "fabric" and n.get("count")]
+    if not nics:
+        raise ToolNotFoundError("no fabric NIC expected on this host (profile %s: bom.nics role fabric)" % ctx.profile)
+    tool = ctx.require("ibstat", why=" (no InfiniBand stack)")
+    res = ctx.run([tool], "ibstat", timeout_s=60)
+    if "CA '" not in res.stdout:
+        raise ToolNotFoundError("ibstat exited %s without listing an adapter: %s"
+                                % (res.rc, (res.stderr or res.stdout).strip()[:200]))
+    cas = parse_ibstat(res.stdout)
+    ctx.save_json("parsed.json", cas)
+    return judge_ibstat(cas, res.rc, res.stderr, sum(n["count"] for n in nics),
+                        min(n.get("speed_gbps") or 0 for n in nics), ctx.params.get("link_layer", "InfiniBand"))

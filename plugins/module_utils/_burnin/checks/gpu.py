@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPU-tier test kinds: NVIDIA (nvidia-smi health, DCGM diag, gpu-burn, dcgmproftester) and AMD (rocm-smi
-health, ROCm Validation Suite, AMD field diagnostics).
+"""GPU-tier test kinds: NVIDIA (nvidia-smi health, gpu-burn, dcgmproftester; DCGM diag in :mod:`.dcgm`) and AMD
+(rocm-smi health, ROCm Validation Suite, AMD field diagnostics).
 
 Where the profile expects no GPU (or another vendor's) the test is ``not_run`` saying so
 (:func:`gpu_expectation`); an absent tool raises :class:`ToolNotFoundError`.
@@ -14,10 +14,10 @@ import os
 
 from ..._core.errors import ToolNotFoundError
 from ..._core.gate import Outcome, failed, not_run, passed
-from ..._host.parsers.dcgm import parse_dcgm_diag
 from ..._host.parsers.gpu_burn import parse_gpu_burn
 from ..._host.parsers.nvidia_smi import parse_nvidia_smi_xml
 from ..._host.parsers.rocm_smi import parse_rocm_smi_json
+from ..._host.parsers.rvs import parse_rvs_results
 from ..context import TestContext, TestTimeoutError
 from .common import gpu_expectation
 
@@ -92,60 +92,6 @@ def check_nvidia_smi_health(ctx: TestContext) -> Outcome:
                   reason="%d GPUs healthy (driver %s)" % (len(found), parsed["driver_version"]))
 
 
-DCGM_LEVELS = {"quick": 1, "short": 1, "medium": 2, "long": 3, "xlong": 4}
-
-
-def check_dcgm_diag(ctx: TestContext) -> Outcome:
-    """DCGM diagnostic ``dcgmi diag -r <level> -j`` at ``params.level`` (1-4, quick/medium/long/xlong or a test list).
-
-    A ``Fail`` fails, a ``Warn`` passes with the warning in the reason, ``Skip``/``Not Run`` tests
-    are listed; a document with no test is ``not_run`` (never pass).  Exit code and JSON are read
-    together: a non-zero exit with no failing test in the JSON fails.
-    """
-    gpu_expectation(ctx, "nvidia")
-    tool = ctx.require("dcgmi", why=" (DCGM not installed)")
-    level = ctx.params.get("level", 1)
-    level = DCGM_LEVELS.get(str(level).lower(), level)
-    res = ctx.run([tool, "diag", "-r", level, "-j"] + list(ctx.params.get("extra") or []), "dcgmi")
-    if "{" not in res.stdout:
-        raise ToolNotFoundError("dcgmi diag produced no JSON (exit %s): %s"
-                                % (res.rc, (res.stdout + res.stderr).strip()[:300]))
-    parsed = parse_dcgm_diag(res.stdout)
-    ctx.save_json("parsed.json", parsed)
-    observed = {"level": level, "version": parsed["version"], "layout": parsed["layout"], "counts": parsed["counts"],
-                "tests": {t["name"]: t["status"] for t in parsed["tests"]}, "rc": res.rc}
-    expected = "every DCGM level-%s test Pass (Warn reported)" % level
-
-    def messages(status):
-        out = []
-        for t in parsed["tests"]:
-            if t["status"] != status:
-                continue
-            msgs = [w["message"] for r in t["results"] for w in r["warnings"] if r["status"] == status]
-            gpus = sorted({g for r in t["results"] if r["status"] == status for g in r["gpu_ids"]})
-            out.append("%s%s%s" % (t["name"], " (GPU %s)" % ",".join(map(str, gpus)) if gpus else "",
-                                   ": " + " | ".join(msgs)[:300] if msgs else ""))
-        return out
-
-    skipped = [t["name"] for t in parsed["tests"] if t["status"] in ("skip", "not_run")]
-    if parsed["verdict"] == "fail":
-        return failed("DCGM diag level %s failed: %s" % (level, "; ".join(messages("fail"))),
-                      "follow the DCGM error's recommendation; reset the GPU named and rerun; replace it if the "
-                      "failure repeats", observed=observed, expected=expected)
-    if parsed["verdict"] == "not_run":
-        return not_run("DCGM ran no test: %s" % (parsed["runtime_error"] or parsed["preamble"]
-                                                 or "the JSON document holds no test result"))
-    if res.rc not in (0, None):
-        return failed("dcgmi exited %s although no test failed in its JSON" % res.rc,
-                      "read the raw output kept as evidence", observed=observed, expected=expected)
-    reason = "DCGM diag level %s: %d passed" % (level, parsed["counts"]["pass"])
-    if parsed["verdict"] == "warn":
-        reason += "; warnings: %s" % "; ".join(messages("warn"))
-    if skipped:
-        reason += "; skipped/not run: %s" % ", ".join(skipped)
-    return passed(observed=observed, expected=expected, reason=reason)
-
-
 def check_rocm_smi_health(ctx: TestContext) -> Outcome:
     """AMD GPU inventory and health from ``rocm-smi --json``.
 
@@ -204,24 +150,31 @@ def check_amd_field_diag(ctx: TestContext) -> Outcome:
 def check_rocm_validation_suite(ctx: TestContext) -> Outcome:
     """AMD ROCm Validation Suite: ``rvs -c <conf dir>/<params.suite>.conf`` (default suite ``gst_stress``).
 
-    params: ``suite``, ``conf_dir`` (default ``/opt/rocm/share/rocm-validation-suite/conf``).  Pass: exit 0
-    and no ``pass: FALSE`` line in the output; the raw output is kept as evidence.
+    params: ``suite``, ``conf_dir`` (default ``/opt/rocm/share/rocm-validation-suite/conf``).  Judged per result
+    line (:func:`parse_rvs_results`): any ``pass: FALSE`` or ``met: FALSE`` fails quoting it, a non-zero exit fails,
+    and a run that printed no result line is ``not_run`` (nothing was judged, never a pass).
     """
     gpu_expectation(ctx, "amd")
     tool = ctx.require("rvs", why=" (ROCm Validation Suite not installed)")
     conf = os.path.join(ctx.params.get("conf_dir", "/opt/rocm/share/rocm-validation-suite/conf"),
                         "%s.conf" % ctx.params.get("suite", "gst_stress"))
     res = ctx.run([tool, "-c", conf], "rvs")
-    text = res.stdout + res.stderr
-    false_lines = [ln.strip() for ln in text.splitlines() if "pass: false" in ln.lower()]
-    observed = {"rc": res.rc, "failed_lines": false_lines[:20], "suite": ctx.params.get("suite", "gst_stress")}
-    if res.rc != 0 or false_lines:
-        return failed("rvs %s: exit %s, %d failing result line(s): %s"
-                      % (observed["suite"], res.rc, len(false_lines), " | ".join(false_lines[:3])[:300]),
+    results = parse_rvs_results(res.stdout + res.stderr) if (res.stdout + res.stderr).strip() else []
+    ctx.save_json("parsed.json", results)
+    bad = [r["line"] for r in results if not r["ok"]]
+    observed = {"rc": res.rc, "results": len(results), "failed_lines": bad[:20],
+                "suite": ctx.params.get("suite", "gst_stress")}
+    expected = "exit 0, every result pass: TRUE / met: TRUE"
+    if res.rc != 0 or bad:
+        return failed("rvs %s: exit %s, %d failing result(s): %s"
+                      % (observed["suite"], res.rc, len(bad), " | ".join(bad[:3])[:300]),
                       "reset the GPU named and rerun; RMA it if the suite fails again", observed=observed,
-                      expected="exit 0, every action pass: TRUE")
-    return passed(observed=observed, expected="exit 0, every action pass: TRUE",
-                  reason="rvs %s passed" % observed["suite"])
+                      expected=expected)
+    if not results:
+        return not_run("rvs %s printed no result line (no pass:/met: verdict): nothing was judged"
+                       % observed["suite"])
+    return passed(observed=observed, expected=expected,
+                  reason="rvs %s: %d results, all TRUE" % (observed["suite"], len(results)))
 
 
 def check_gpu_burn(ctx: TestContext) -> Outcome:

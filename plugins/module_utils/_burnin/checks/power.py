@@ -4,33 +4,36 @@
 """Power-tier test kinds: sustained and pulsating TDP load with 1 Hz GPU telemetry, judged by :func:`evaluate_power`.
 
 The load (gpu-burn, dcgmproftester, or the built-in PyTorch load of :mod:`_host.gpu_load` where neither is
-installed) runs as a :func:`_host.process.spawn` process group: pulsating load
-pauses and resumes it with SIGSTOP/SIGCONT while :class:`_host.telemetry.Sampler` reads the GPUs.
+installed) runs as a :func:`_host.process.spawn` process group: the pulsating load is driven by
+:class:`_burnin.pulse.PulseDriver` (SIGSTOP/SIGCONT on the SKU's period, duty cycle and ramp) while
+:class:`_host.telemetry.Sampler` reads the GPUs.  A wave whose edges missed their schedule by more than
+``params.max_edge_error_ms`` (50) is not the load the SKU declared: the test is ``not_run`` saying so.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import signal
 import sys
 import time
 from typing import Any
 
 from ..._core.errors import ManifestError, ToolNotFoundError
-from ..._core.gate import Outcome, failed, passed
+from ..._core.gate import Outcome, failed, not_run, passed
 from ..._host import telemetry
 from ..._host.gpu_load import NO_CUDA_RC, PYTORCH_LOAD, PYTORCH_PROBE
 from ..._host.process import spawn
 from ..context import TestContext
 from ..kernel_log import kernel_findings
+from ..pulse import PulseDriver
 from .common import gpu_expectation, where_in_sku
 
 
 def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: float, max_fraction: float,
                    max_throttle_pct: float, max_temp_c: float, warmup_s: float = 0.0,
                    on_windows: list[tuple[float, float]] | None = None, expected_gpus: int | None = None,
-                   max_power_brake_events: float | None = None) -> tuple[bool, list[str], dict[str, dict]]:
+                   max_power_brake_events: float | None = None,
+                   max_hw_thermal_events: float | None = None) -> tuple[bool, list[str], dict[str, dict]]:
     """Judge power telemetry (1 Hz samples) against the SKU.
 
     ``samples``: :class:`telemetry.Sample` list; ``tdp_w`` (W); the mean power of each GPU over the
@@ -41,7 +44,9 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     ``max_temp_c``: every sample below it.  The load window starts after ``warmup_s``; with
     ``on_windows`` (pulsating load, ``[(start_s, end_s)]``) power is judged on on-phase samples
     only (skipping each phase's first second of ramp).  ``max_power_brake_events``: rising edges of
-    ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged).
+    ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged);
+    ``max_hw_thermal_events`` likewise for ``hw_thermal_slowdown`` (the GPU's hardware thermal protection).
+    ``per_gpu`` also records the SM clock under load (min/mean MHz) and the throttle reasons seen.
     Returns ``(ok, problems, per_gpu)``.
     """
     problems: list[str] = []
@@ -68,15 +73,18 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
                                  "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
                                  "throttle_reasons": sorted({r for s in throttled for r in s.throttle
                                                              if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
-        brake, edges = False, 0
-        for sample in mine:
-            now = "hw_power_brake_slowdown" in sample.throttle
-            edges += 1 if now and not brake else 0
-            brake = now
-        entry["power_brake_events"] = edges
+        clocks = [s.sm_clock_mhz for s in judged if s.sm_clock_mhz is not None]
+        entry["min_sm_clock_mhz"] = min(clocks) if clocks else None
+        entry["mean_sm_clock_mhz"] = round(sum(clocks) / len(clocks), 1) if clocks else None
+        for reason, key, limit, words in (("hw_power_brake_slowdown", "power_brake_events", max_power_brake_events,
+                                           "power-brake"),
+                                          ("hw_thermal_slowdown", "hw_thermal_events", max_hw_thermal_events,
+                                           "hardware thermal slowdown")):
+            edges = _rising_edges(mine, reason)
+            entry[key] = edges
+            if limit is not None and edges > limit:
+                problems.append("GPU %d %d %s event(s) > %g" % (gpu, edges, words, limit))
         per_gpu[str(gpu)] = entry
-        if max_power_brake_events is not None and edges > max_power_brake_events:
-            problems.append("GPU %d %d power-brake event(s) > %g" % (gpu, edges, max_power_brake_events))
         if not powers:
             problems.append("GPU %d: no power reading in the load window" % gpu)
         elif not low <= entry["mean_power_w"] <= high:
@@ -88,6 +96,16 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
         if entry["max_temp_c"] is not None and entry["max_temp_c"] >= max_temp_c:
             problems.append("GPU %d reached %.0f °C ≥ %g °C" % (gpu, entry["max_temp_c"], max_temp_c))
     return not problems, problems, per_gpu
+
+
+def _rising_edges(samples: list[telemetry.Sample], reason: str) -> int:
+    """How many times ``reason`` turned on in ``samples`` (one GPU, in time order)."""
+    edges, was = 0, False
+    for sample in samples:
+        now = reason in sample.throttle
+        edges += 1 if now and not was else 0
+        was = now
+    return edges
 
 
 def _load_command(ctx: TestContext, duration_s: float) -> tuple[list[str], str, str]:
@@ -124,9 +142,11 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     thresholds: ``target_w`` (default ``bom.gpus.tdp_w``), ``min_fraction_of_tdp`` (0.9),
     ``max_fraction_of_tdp`` (1.05), ``max_throttle_pct`` (5), ``max_temp_c`` (default
     ``bom.gpus.max_operating_temp_c``, else 87), ``max_xid`` (0), ``max_power_brake_events`` (pulsating: 0).
+    ``max_hw_thermal_events`` (0: the GPU's hardware thermal protection must not engage under load).
     ``max_sel_critical`` is judged on the controller from the BMC SEL, not here.
     params: ``duration_s`` (300), ``warmup_s`` (10), ``sample_interval_s`` (1), ``period_s`` (10),
-    ``duty_cycle`` (0.5), ``load`` (auto|gpu_burn|dcgmproftester|pytorch).
+    ``duty_cycle`` (0.5), ``ramp_s`` (0) and ``ramp_step_s`` (0.1), ``max_edge_error_ms`` (50), ``load``
+    (auto|gpu_burn|dcgmproftester|pytorch).
     """
     count, gpus = gpu_expectation(ctx)
     tdp = ctx.threshold("target_w", gpus.get("tdp_w"))
@@ -136,13 +156,14 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     low, high = float(ctx.threshold("min_fraction_of_tdp", 0.9)), float(ctx.threshold("max_fraction_of_tdp", 1.05))
     max_throttle, max_xid = float(ctx.threshold("max_throttle_pct", 5)), float(ctx.threshold("max_xid", 0))
     brakes = ctx.threshold("max_power_brake_events", 0 if pulse else None)
+    hw_thermal = ctx.threshold("max_hw_thermal_events", 0)
     duration = float(ctx.params.get("duration_s", 300))
     warmup = float(ctx.params.get("warmup_s", 10))
     period, duty = float(ctx.params.get("period_s", 10)), float(ctx.params.get("duty_cycle", 0.5))
     if pulse and not (0 < duty < 1 and period >= 2):
         raise ManifestError("power_pulsating needs params.period_s ≥ 2 and 0 < params.duty_cycle < 1",
                             where=where_in_sku(ctx))
-    backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", ("nvml", "nvidia-smi", "rocm-smi"))))
+    backend = telemetry.open_backend(tuple(ctx.params.get("telemetry", telemetry.PREFERENCE)))
     argv, tool, load_name = _load_command(ctx, duration)
     xid_note = ""
     try:
@@ -150,26 +171,21 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     except ToolNotFoundError as exc:
         marker, xid_note = None, exc.message
     sampler = telemetry.Sampler(backend, float(ctx.params.get("sample_interval_s", 1.0))).start()
-    windows: list[list[float | None]] = []
+    wave = None
     rel, out_path = ctx.evidence_store.reserve(ctx.rel_dir, "load.stdout.txt")
     with open(out_path, "w", encoding="utf-8") as out:
         try:
             load = spawn(argv, output=out, cwd=os.path.dirname(tool))
             t0 = time.monotonic()
             try:
-                while load.poll() is None:
-                    now = time.monotonic() - t0
-                    if now >= duration + 60 or ctx.remaining() <= 5:
+                if pulse:
+                    driver = PulseDriver(load.signal, period, duty, ramp_s=float(ctx.params.get("ramp_s", 0)),
+                                         step_s=float(ctx.params.get("ramp_step_s", 0.1)),
+                                         clock=lambda: sampler.clock() - sampler.started, sleep=ctx.sleep)
+                    wave = driver.run(duration, stop=lambda: load.poll() is not None or ctx.remaining() <= 5)
+                while not pulse and load.poll() is None:
+                    if time.monotonic() - t0 >= duration + 60 or ctx.remaining() <= 5:
                         break
-                    if pulse:
-                        phase = now % period
-                        on = phase < duty * period
-                        if on and (not windows or windows[-1][1] is not None):
-                            load.signal(signal.SIGCONT)
-                            windows.append([sampler.clock() - sampler.started, None])
-                        elif not on and windows and windows[-1][1] is None:
-                            load.signal(signal.SIGSTOP)
-                            windows[-1][1] = sampler.clock() - sampler.started
                     ctx.sleep(0.2)
             finally:
                 load.stop(grace_s=30)
@@ -177,16 +193,20 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
             samples = sampler.stop()
             backend.close()
     ctx.evidence["load_output"] = rel
-    if windows and windows[-1][1] is None:
-        windows[-1][1] = samples[-1].t_s + 1 if samples else 0
+    windows = [list(w) for w in wave.windows] if wave is not None else []
     ctx.save_text("samples.csv", telemetry.samples_to_csv(samples))
     ctx.save_json("samples.json", {"backend": backend.name, "interval_s": sampler.interval_s,
                                    "tdp_w": tdp, "on_windows": windows, "errors": sampler.errors,
+                                   "edges": wave.edges if wave is not None else [],
                                    "samples": [s.to_dict() for s in samples]})
+    edge_limit = float(ctx.params.get("max_edge_error_ms", 50))
+    if wave is not None and (wave.max_edge_error_ms is None or wave.max_edge_error_ms > edge_limit):
+        return not_run("the pulsating load missed its schedule (largest edge error %s ms > %g ms): the wave the SKU "
+                       "declares was not applied" % (wave.max_edge_error_ms, edge_limit))
     ok, problems, per_gpu = evaluate_power(samples, float(tdp), low, high, max_throttle, float(max_temp), warmup,
-                                           [(a, b) for a, b in windows if a is not None and b is not None]
-                                           if pulse else None, count,
-                                           None if brakes is None else float(brakes))
+                                           [(a, b) for a, b in windows] if pulse else None, count,
+                                           None if brakes is None else float(brakes),
+                                           None if hw_thermal is None else float(hw_thermal))
     xids = []
     if marker is not None:
         _text, records = ctx.kernel_log.since(marker)
@@ -198,6 +218,8 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         problems.append("kernel log not readable, XIDs not checked: %s" % xid_note)
     observed = {"per_gpu": per_gpu, "xids": xids, "samples": len(samples), "backend": backend.name,
                 "load": load_name}
+    if wave is not None:
+        observed["max_edge_error_ms"] = wave.max_edge_error_ms
     expected = {"mean_power_w": "%g-%g × %g W" % (low, high, tdp), "max_throttle_pct": max_throttle,
                 "max_temp_c": max_temp, "max_xid": max_xid}
     if pulse:

@@ -11,6 +11,21 @@ RESET_GPU, RESTART_BM, CONTACT_SUPPORT, IGNORE) read for burn-in: an XID whose
 immediate action is a GPU reset, a reboot or support is ``fail`` (marginal
 hardware under load), an application-level one is ``warn``, bookkeeping ones
 ``info``.  Case P-C6 names 79/74/48/63/64/94/95/119 as burn-in failures.
+
+Where the line carries the driver's own severity word, it decides: the NVLink5 XIDs 144-150 of GB200/B200
+drivers print ``<unit> Nonfatal|Fatal XC0 i0 Link NN (...)`` (e.g. ``NVRM: Xid (PCI:0000:5f:00): 145, RLW_REMAP
+Nonfatal XC0 i0 Link 02``, NVIDIA/TensorRT-LLM issue 4816; leptonai/gpud's NVLink XID tests map Nonfatal to a
+warning and Fatal to fatal), so a Nonfatal one is ``warn``, a Fatal one ``fail``.
+
+A follow-on XID says so: the driver appends `` caused by previous Xid %d`` to it (open-gpu-kernel-modules,
+the Xid print with ``preemptiveRemovalPreviousXid``; typically Xid 45 channel cleanup after an NVLink Xid 149,
+``Xid 45 ... "caused by previous Xid 149"`` in public GB200 fault reports).  It is linked to the finding of its
+cause on the same GPU (``follow_ons``), not counted again.
+
+A GPU lost from the bus is also reported without an Xid line: the driver (NVIDIA open-gpu-kernel-modules,
+``nv.c``) prints ``NVRM: The NVIDIA GPU %04x:%02x:%02x.%x`` / ``NVRM: (PCI ID: ...) installed in this system
+has`` / ``NVRM: fallen off the bus and is not responding to commands.`` as three kernel log records (or one,
+where a journal keeps it whole): that block is an XID 79 event on the address of its first line.
 """
 
 from __future__ import annotations
@@ -24,6 +39,11 @@ from .kmsg import parse_kernel_log
 TOOL = "kernel log (XID)"
 XID_RE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),\s*(.*)$")
 _PID = re.compile(r"^pid=('?<?[\w-]+>?'?),\s*(?:name=([^,]*),\s*)?(.*)$")
+_DRIVER_SEVERITY = re.compile(r"\b(Nonfatal|Non-fatal|Fatal)\b")
+_GPU_ADDRESS = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?")
+_FALLEN = "fallen off the bus and is not responding"
+_CAUSED_BY = re.compile(r"caused by previous Xid (\d+)", re.I)
+XID_FALLEN_OFF_BUS = 79
 
 # xid: (severity, action, description)
 XID_CATALOG = {
@@ -79,11 +99,21 @@ ACTIONS = {
 }
 
 
-def classify(xid: int | str) -> dict[str, Any]:
-    """``{xid, severity: fail|warn|info, action (NVIDIA resolution bucket), description, remediation}``."""
+def driver_severity(detail: str) -> str | None:
+    """``fail``/``warn`` from the driver's own ``Fatal``/``Nonfatal`` word in an XID line's text, or None."""
+    match = _DRIVER_SEVERITY.search(detail or "")
+    if not match:
+        return None
+    return "fail" if match.group(1) == "Fatal" else "warn"
+
+
+def classify(xid: int | str, detail: str = "") -> dict[str, Any]:
+    """``{xid, severity: fail|warn|info, action (NVIDIA resolution bucket), description, remediation,
+    severity_source: driver|catalog}``; the driver's Fatal/Nonfatal word in ``detail`` wins over the catalog."""
     severity, action, description = XID_CATALOG.get(int(xid), UNKNOWN)
-    return {"xid": int(xid), "severity": severity, "action": action, "description": description,
-            "remediation": ACTIONS[action]}
+    own = driver_severity(detail)
+    return {"xid": int(xid), "severity": own or severity, "action": action, "description": description,
+            "remediation": ACTIONS[action], "severity_source": "driver" if own else "catalog"}
 
 
 def parse_xid_events(text: str) -> list[dict[str, Any]]:
@@ -98,10 +128,21 @@ def parse_xid_events(text: str) -> list[dict[str, Any]]:
 
 
 def events_from_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """XID events from already-parsed kernel log records (see :func:`parse_xid_events`)."""
+    """XID events from already-parsed kernel log records (see :func:`parse_xid_events`), the driver's
+    "fallen off the bus" block included (XID 79 on the address of its ``The NVIDIA GPU`` line)."""
     events = []
+    last_gpu = None
     for rec in records:
-        match = XID_RE.search(rec.get("message") or "")
+        message = rec.get("message") or ""
+        address = _GPU_ADDRESS.search(message)
+        if address:
+            last_gpu = address.group(1).lower()
+        if _FALLEN in message and "Xid" not in message:
+            events.append({"xid": XID_FALLEN_OFF_BUS, "pci": last_gpu or "unknown", "pid": None, "process": None,
+                           "detail": "GPU has fallen off the bus (driver message without an Xid line)",
+                           "time": rec.get("time"), "ts_s": rec.get("ts_s"), "seq": rec.get("seq")})
+            continue
+        match = XID_RE.search(message)
         if not match:
             continue
         pci, xid, rest = match.group(1).lower(), int(match.group(2)), match.group(3)
@@ -123,19 +164,30 @@ def deduplicate(events: list[dict[str, Any]], gpu_by_pci: dict | None = None) ->
     ``gpu_by_pci``: optional ``{pci_bus_id: gpu index/serial}`` from nvidia-smi (bus ids are
     compared on their ``bus:device`` part, lower case).  Returns findings sorted by first
     appearance: ``[{xid, pci, gpu, count, first, last, pids, processes, detail, severity, action,
-    description, remediation}]``.
+    description, remediation, follow_ons: {xid: count}, caused_by}]``; a follow-on XID whose cause is among the
+    findings is counted in the cause's ``follow_ons`` only (``caused_by`` names a cause outside the window).
     """
     gpu_map: dict[str, Any] = {}
     for bus_id, gpu in (gpu_by_pci or {}).items():
         gpu_map[_short_bdf(bus_id)] = gpu
-    findings: dict[tuple[int, str], dict[str, Any]] = {}
+    findings: dict[tuple[int, str, str | None], dict[str, Any]] = {}
     for event in events:
-        key = (event["xid"], event["pci"])
+        cause = _CAUSED_BY.search(event["detail"])
+        if cause:
+            # the finding of the cause on this GPU (the first seen), when the window holds it
+            parent = next((f for (xid, pci, _sev), f in findings.items()
+                           if xid == int(cause.group(1)) and pci == event["pci"]), None)
+            if parent is not None:
+                parent["follow_ons"][event["xid"]] = parent["follow_ons"].get(event["xid"], 0) + 1
+                continue
+        # a Fatal and a Nonfatal report of one XID on one GPU are two findings
+        key = (event["xid"], event["pci"], driver_severity(event["detail"]))
         finding = findings.get(key)
         if finding is None:
-            finding = dict(classify(event["xid"]), pci=event["pci"], gpu=gpu_map.get(_short_bdf(event["pci"])),
+            finding = dict(classify(event["xid"], event["detail"]), pci=event["pci"], gpu=gpu_map.get(_short_bdf(event["pci"])),
                            count=0, first=event["time"], last=event["time"], pids=[], processes=[],
-                           detail=event["detail"])
+                           detail=event["detail"], follow_ons={},
+                           caused_by=int(cause.group(1)) if cause else None)
             findings[key] = finding
         finding["count"] += 1
         finding["last"] = event["time"]
