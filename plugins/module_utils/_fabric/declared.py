@@ -140,7 +140,7 @@ def judge_single_node(text: str, rc: int, floor: float | None, expected_ranks: i
     at = int(size) if size else (max(points) if points else None)
     busbw = points.get(at) if at is not None else None
     observed.update(size_bytes=at, busbw_gbps=busbw)
-    if busbw is None:
+    if busbw is None or at is None:
         return {"status": "fail", "observed": observed, "remediation": "rerun with -e at the declared size",
                 "reason": "no busbw at %s bytes (no plateau measured)" % at}
     if floor is None:
@@ -148,11 +148,11 @@ def judge_single_node(text: str, rc: int, floor: float | None, expected_ranks: i
                 "reason": "busbw %.1f GB/s measured but no floor declared; never a pass without one" % busbw}
     if busbw < float(floor):
         return {"status": "fail", "observed": observed,
-                "reason": "busbw %.1f GB/s at %d bytes < floor %.1f GB/s" % (busbw, at, float(floor)),
+                "reason": "busbw %.1f GB/s at %s bytes < floor %.1f GB/s" % (busbw, at, float(floor)),
                 "remediation": "check NVLink/NVSwitch health and the NCCL environment; rerun"}
     return {"status": "pass", "observed": observed, "remediation": "",
-            "reason": "busbw %.1f GB/s at %d bytes >= floor %.1f GB/s over %d ranks" % (busbw, at, float(floor),
-                                                                                      nranks)}
+            "reason": "busbw %.1f GB/s at %s bytes >= floor %.1f GB/s over %d ranks" % (busbw, at, float(floor),
+                                                                                        nranks)}
 
 
 def run_single_node(nodes: list[str], wrap: Callable[[str, list[str]], list[str]], options: dict[str, Any],

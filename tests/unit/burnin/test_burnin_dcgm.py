@@ -1,6 +1,5 @@
 """DCGM diag judged as the SKU and the DCGM docs say (_burnin/checks/dcgm.py)."""
 
-import copy
 
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin import runner as B
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.checks import dcgm as D

@@ -19,7 +19,7 @@ PASS = "[RESULT] [ 12.1] [action_1] pebb 28851 pass: TRUE\n"
 def test_parser_reads_each_result():
     results = parse_rvs_results(GST + PASS)
     assert [(r["module"], r["kind"], r["ok"]) for r in results] == [("gst", "met", True), ("gst", "met", False),
-                                                                   ("pebb", "pass", True)]
+                                                                    ("pebb", "pass", True)]
     assert results[0]["fields"] == ["RESULT", "1101.2", "gst-1215-1"]
     assert parse_rvs_results("RVS-1.0 loading modules\n") == []
 

@@ -49,7 +49,7 @@ def recorded_errors(parsed: dict[str, Any]) -> list[str]:
                 error_id = warning.get("error_id")
                 if isinstance(error_id, int) and not isinstance(error_id, bool) and error_id != DCGM_FR_OK:
                     out.append("%s GPU %s: %s (error_id %d)" % (test["name"], ",".join(map(str, result["gpu_ids"]))
-                                                                 or "?", warning["message"][:200], error_id))
+                                                                or "?", warning["message"][:200], error_id))
     return out
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 
-from ..._core.errors import ToolNotFoundError
 from ..._core.gate import Outcome, failed, not_run, passed
 from ..._host.parsers.gpu_burn import parse_gpu_burn
 from ..._host.parsers.nvidia_smi import parse_nvidia_smi_xml

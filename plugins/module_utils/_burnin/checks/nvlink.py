@@ -93,7 +93,7 @@ def check_nvlink_health(ctx: TestContext) -> Outcome:
         if state != "active":
             problems.append("nvidia-fabricmanager is %s, not active" % (state or "unknown"))
     ctx.save_json("parsed.json", {"status": status, "errors": errors, "observed": observed})
-    expected = {k: v for k, v in thresholds.items()}
+    expected = dict(thresholds.items())
     if problems:
         return failed("NVLink/fabric: %s" % "; ".join(problems)[:600],
                       "reseat or replace the GPU/baseboard named; check the NVSwitch trays and the fabric manager "

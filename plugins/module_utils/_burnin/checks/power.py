@@ -204,7 +204,7 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         return not_run("the pulsating load missed its schedule (largest edge error %s ms > %g ms): the wave the SKU "
                        "declares was not applied" % (wave.max_edge_error_ms, edge_limit))
     ok, problems, per_gpu = evaluate_power(samples, float(tdp), low, high, max_throttle, float(max_temp), warmup,
-                                           [(a, b) for a, b in windows] if pulse else None, count,
+                                           list(windows) if pulse else None, count,
                                            None if brakes is None else float(brakes),
                                            None if hw_thermal is None else float(hw_thermal))
     xids = []
