@@ -21,9 +21,6 @@ from .._core.errors import RedfishError
 from .errors import RedfishHTTPError, RedfishIncomplete
 from .session import Session
 
-# a collection member that is only a reference (no properties of its own): fetch it
-_LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
-
 
 def _norm_id(oid: Any) -> Any:
     return oid.rstrip("/") if isinstance(oid, str) and oid != "/" else oid
@@ -35,8 +32,23 @@ def _partial(errors: Optional[list[dict[str, Any]]], uri: str, reason: str) -> N
         errors.append({"uri": uri, "reason": reason})
 
 
-def _is_link(member: Any) -> bool:
-    return isinstance(member, dict) and "@odata.id" in member and set(member) <= _LINK_KEYS
+def is_whole(obj: Any) -> bool:
+    """Whether ``obj`` is a whole resource body, not a bare link or an excerpt of one.
+
+    Every Redfish resource carries ``Id`` and ``Name`` (``Resource.v1`` schema, required) and every
+    collection ``Name`` and ``Members`` (DSP0266 "Resource collections").  ``$expand`` is an
+    optimisation only: members a BMC inlines without them are excerpts (issue 16: a DGX chassis
+    read through ``$expand`` lost its ``SerialNumber``) and are read again plainly.
+    """
+    if not isinstance(obj, dict) or not isinstance(obj.get("Name"), str):
+        return False
+    return isinstance(obj.get("Id"), str) or isinstance(obj.get("Members"), list)
+
+
+def needs_get(obj: Any) -> bool:
+    """Whether ``obj`` names a resource (``@odata.id``, not a fragment) that must be read for its body."""
+    oid = obj.get("@odata.id") if isinstance(obj, dict) else None
+    return isinstance(oid, str) and "#" not in oid and not is_whole(obj)
 
 
 class Paging(Session):
@@ -99,8 +111,8 @@ class Paging(Session):
         de-duplicates by ``@odata.id`` (R-26: pages that overlap), stops once the unique
         count reaches ``Members@odata.count`` and warns when the final count differs.
         Uses ``$expand`` when the service advertises it (``expand=True``; ``levels`` deep,
-        capped at the service's ``MaxLevels``); members that come back as bare links are
-        fetched, up to :attr:`max_concurrency` at once (``fetch=False`` returns the links).
+        capped at the service's ``MaxLevels``); members that come back as bare links or
+        excerpts (:func:`is_whole`) are fetched, up to :attr:`max_concurrency` at once (``fetch=False`` returns the links).
 
         ``errors``: a list to which ``{"uri", "reason"}`` is appended for members that could
         not be read (they are skipped); without it the first such error is raised.
@@ -185,11 +197,12 @@ class Paging(Session):
 
     def fetch_all(self, refs: list[dict[str, Any]],
                   errors: Optional[list[dict[str, Any]]] = None) -> list[dict[str, Any]]:
-        """GET the body of every ``{"@odata.id": ...}`` ref that is only a link; keep expanded ones.
+        """GET the body of every ``{"@odata.id": ...}`` ref that is not a whole resource (:func:`needs_get`);
+        keep the whole ones that came back expanded.
 
         Runs up to :attr:`max_concurrency` GETs at once.  ``errors`` as in :meth:`members`.
         """
-        todo = [i for i, m in enumerate(refs) if _is_link(m)]
+        todo = [i for i, m in enumerate(refs) if needs_get(m)]
         out = list(refs)
         if not todo:
             return out

@@ -17,12 +17,12 @@ from typing import Any, Iterable, Optional
 from .._core.errors import RedfishError
 from .client import RedfishClient, RedfishHTTPError
 from .model import Component, NodeInventory
+from .paging import is_whole, needs_get
 
 ALL_SECTIONS = ("systems", "chassis", "managers", "firmware", "sel", "readings", "bios", "capabilities")
 # "firmware_ids" (not in ALL_SECTIONS): the FirmwareInventory member list only (ids and links, one request
 # per page instead of one per member) for readers that need to know what is inventoried, not its versions.
 SECTIONS = ALL_SECTIONS + ("firmware_ids",)
-LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
 # Placeholders BMCs put where they know nothing (DESIGN.md "Verdict rules": unknown, never a value); compared
 # case-insensitively after stripping.
 UNKNOWN_VERSIONS = {"", "N/A", "NA", "n/a", "na", "Unknown", "unknown", "null", "None"}
@@ -52,10 +52,6 @@ def _links_list(obj: Any, key: str) -> list[Any]:
     if isinstance(v, list):
         return [x.get("@odata.id") for x in v if isinstance(x, dict) and x.get("@odata.id")]
     return []
-
-
-def _is_link(obj: Any) -> bool:
-    return isinstance(obj, dict) and "@odata.id" in obj and obj.keys() <= LINK_KEYS
 
 
 def _norm(uri: Any) -> Any:
@@ -160,13 +156,14 @@ class ReaderBase:
         self.inv.incomplete.append(entry)
 
     def remember(self, body: Any) -> Any:
-        """Keep every resource in ``body`` (itself and whatever came back expanded inline)."""
+        """Keep every whole resource in ``body`` (itself and whatever came back expanded inline); an
+        excerpt (:func:`.paging.is_whole`) is never kept, so what reads it later gets the resource itself."""
         stack = [body]
         while stack:
             obj = stack.pop()
             if isinstance(obj, dict):
                 oid = obj.get("@odata.id")
-                if isinstance(oid, str) and "#" not in oid and not obj.keys() <= LINK_KEYS:
+                if isinstance(oid, str) and "#" not in oid and is_whole(obj):
                     key = _norm(oid)
                     old = self.cache.get(key)
                     if old is None or len(obj) >= len(old):
@@ -208,7 +205,7 @@ class ReaderBase:
             if oid in seen:
                 continue
             seen.add(oid)
-            if _is_link(m):
+            if needs_get(m):
                 m = self.cached(oid)
                 if m is None:
                     return None

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from .model import Component
-from .read_base import ReaderBase, _is_link, _location, _status, _str, link, normalise_version
+from .paging import needs_get
+from .read_base import ReaderBase, _location, _status, _str, link, normalise_version
 
 
 class StorageReader(ReaderBase):
@@ -19,8 +20,8 @@ class StorageReader(ReaderBase):
         if link(s, "Storage"):
             for st in self.members("storage", s["Storage"]["@odata.id"]):
                 refs = [d for d in (st.get("Drives") or []) if isinstance(d, dict) and d.get("@odata.id")]
-                inline = [d for d in refs if not _is_link(d)]
-                for d in inline + self.fetch("drives", [d["@odata.id"] for d in refs if _is_link(d)]):
+                inline = [d for d in refs if not needs_get(d)]
+                for d in inline + self.fetch("drives", [d["@odata.id"] for d in refs if needs_get(d)]):
                     self.add(self.drive(d))
 
     def drive(self, d: dict[str, Any]) -> Component:

@@ -19,17 +19,20 @@ from urllib.parse import unquote, urlsplit
 import requests_mock
 
 BASE = "https://bmc.test"
+_LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
 
 
 class MockupBMC:
     def __init__(self, root=None, base_url=BASE, username="admin", password="s3cr3t-Passw0rd",
-                 sessions=True, honour_expand=True):
+                 sessions=True, honour_expand=True, expand_excerpt=None):
         self.root = str(root) if root else None
         self.base_url = base_url
         self.username = username
         self.password = password
         self.sessions_enabled = sessions
         self.honour_expand = honour_expand
+        # keys an expanded member keeps (a BMC whose $expand inlines excerpts, not resources); None: all
+        self.expand_excerpt = expand_excerpt
         self.sessions = {}
         self.deleted = []
         self.log = []  # (method, path_with_query, headers)
@@ -131,12 +134,14 @@ class MockupBMC:
             if isinstance(body.get("Members"), list):
                 inlined = []
                 for m in body["Members"]:
-                    mf = self.file_for(m.get("@odata.id", ""))
+                    # a member the collection already holds whole stays as captured, as a service answers it
+                    mf = self.file_for(m.get("@odata.id", "")) if set(m) <= _LINK_KEYS else None
                     if mf:
                         with open(mf, encoding="utf-8") as fh:
-                            inlined.append(json.load(fh))
-                    else:
-                        inlined.append(m)
+                            m = json.load(fh)
+                    if mf and self.expand_excerpt is not None:
+                        m = {k: v for k, v in m.items() if k in self.expand_excerpt or k in _LINK_KEYS}
+                    inlined.append(m)
                 body["Members"] = inlined
                 text = json.dumps(body)
         return self._resp(request, 200, {"Content-Type": "application/json"}, text)
