@@ -13,6 +13,7 @@ when every required check passes.
 from __future__ import annotations
 
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field, asdict
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -192,7 +193,9 @@ class CheckGraph:
         whose dependency did not pass is ``blocked`` naming that dependency and is
         not called.  A :class:`SymphonyError` raised by a check function makes that
         check ``fail`` with the error's message (the node goes on; other nodes are
-        unaffected).  A check with no function is ``not_run``.
+        unaffected); any other exception is an internal error of that check: it fails with the
+        traceback in its evidence, and the node's other checks still run.  A check with no
+        function is ``not_run``.
         """
         statuses: Dict[str, str] = {}
         results: List[CheckResult] = []
@@ -209,6 +212,10 @@ class CheckGraph:
                 except SymphonyError as exc:
                     outcome = Outcome(FAIL, str(exc), remediation=getattr(exc, "remediation", "") or
                                       "investigate the error above and rerun the stage")
+                except Exception as exc:  # a bug in one check (issue 16: one "N/A" threshold) is not the node's
+                    outcome = Outcome(FAIL, "internal error in check %s: %s: %s" % (name, type(exc).__name__, exc),
+                                      remediation="a bug in this check; report it with the traceback in the evidence",
+                                      evidence={"traceback": traceback.format_exc()})
                 if not isinstance(outcome, Outcome):
                     raise GateError("check %r returned %r, not an Outcome" % (name, type(outcome).__name__),
                                     where=self.stage)

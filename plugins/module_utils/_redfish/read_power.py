@@ -10,6 +10,7 @@ are missing or thin (Supermicro lists one sensor); a sensor whose ``Status.State
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Optional
 
@@ -90,9 +91,15 @@ class PowerReader(ReaderBase):
         kind = _reading_kind(rtype, units, ctx, s.get("Id"))
         health = _reading_health(s)
         thr = s.get("Thresholds") or {}
-        uc = (thr.get("UpperCritical") or {}).get("Reading") if isinstance(thr, dict) else None
-        return Reading(id=str(s.get("Id")), kind=kind, value=s.get("Reading"), units=units,
-                       name=s.get("Name") or "", health=health, upper_critical=uc, physical_context=ctx)
+        uc = thr.get("UpperCritical") if isinstance(thr, dict) else None
+        uc = uc.get("Reading") if isinstance(uc, dict) else None
+        if rtype in _SENSOR_UNITS and units is not None and units != _SENSOR_UNITS[rtype]:
+            value = uc = None   # a unit the ReadingType cannot have: the number means nothing known
+        else:
+            value = s.get("Reading")
+        return Reading(id=str(s.get("Id")), kind=kind, value=known_reading(value, kind), units=units,
+                       name=s.get("Name") or "", health=health, upper_critical=known_reading(uc, kind),
+                       physical_context=ctx)
 
     def legacy_readings(self, ch: dict[str, Any], kinds: frozenset = frozenset(("temperature", "fan", "power"))
                         ) -> None:
@@ -103,13 +110,14 @@ class PowerReader(ReaderBase):
         for i, t in enumerate((thermal or {}).get("Temperatures") or [] if "temperature" in kinds else []):
             health = _reading_health(t)
             self.inv.readings.append(Reading(
-                id=str(t.get("MemberId") or t.get("Name") or i), kind="temperature", value=t.get("ReadingCelsius"),
-                units="Cel", name=t.get("Name") or "", health=health,
-                upper_critical=t.get("UpperThresholdCritical"), physical_context=t.get("PhysicalContext")))
+                id=str(t.get("MemberId") or t.get("Name") or i), kind="temperature",
+                value=known_reading(t.get("ReadingCelsius"), "temperature"), units="Cel", name=t.get("Name") or "",
+                health=health, upper_critical=known_reading(t.get("UpperThresholdCritical"), "temperature"),
+                physical_context=t.get("PhysicalContext")))
         for i, f in enumerate((thermal or {}).get("Fans") or [] if "fan" in kinds else []):
             health = _reading_health(f)
             self.inv.readings.append(Reading(
-                id=str(f.get("MemberId") or f.get("Name") or i), kind="fan", value=f.get("Reading"),
+                id=str(f.get("MemberId") or f.get("Name") or i), kind="fan", value=known_reading(f.get("Reading"), "fan"),
                 units=f.get("ReadingUnits"), name=f.get("Name") or f.get("FanName") or "", health=health,
                 physical_context=f.get("PhysicalContext")))
         power = ch.get("_legacy_power")
@@ -120,7 +128,8 @@ class PowerReader(ReaderBase):
         for i, pc in enumerate((power or {}).get("PowerControl") or []):
             health = _status(pc)[1]
             self.inv.readings.append(Reading(
-                id=str(pc.get("MemberId") or pc.get("Name") or i), kind="power", value=pc.get("PowerConsumedWatts"),
+                id=str(pc.get("MemberId") or pc.get("Name") or i), kind="power",
+                value=known_reading(pc.get("PowerConsumedWatts"), "power"),
                 units="W", name=pc.get("Name") or "", health=health, physical_context=pc.get("PhysicalContext")))
 
     def coolant(self, cc: dict[str, Any]) -> None:
@@ -136,7 +145,7 @@ class PowerReader(ReaderBase):
             v = cc.get(key)
             if isinstance(v, dict) and "Reading" in v:
                 self.inv.readings.append(Reading(
-                    id="%s.%s" % (base, key), kind=kind, value=v.get("Reading"), units=units,
+                    id="%s.%s" % (base, key), kind=kind, value=known_reading(v.get("Reading"), kind), units=units,
                     name="%s %s" % (cc.get("Name") or base, key), health=health, physical_context="Liquid"))
 
     def leak(self, d: dict[str, Any]) -> Reading:
@@ -162,6 +171,34 @@ class PowerReader(ReaderBase):
                 if link(ld, "LeakDetectors"):
                     for d in self.members("readings", ld["LeakDetectors"]["@odata.id"]):
                         self.inv.readings.append(self.leak(d))
+
+
+# The unit each Sensor ReadingType is reported in (Sensor.v1 schema, ReadingType enum descriptions, DSP2064).
+_SENSOR_UNITS = {"Temperature": "Cel", "Rotational": "RPM", "Voltage": "V", "Power": "W", "Current": "A",
+                 "Humidity": "%", "Percent": "%", "Frequency": "Hz", "LiquidFlowLPM": "L/min",
+                 "PressurekPa": "kPa", "EnergyJoules": "J", "EnergykWh": "kW.h", "EnergyWh": "W.h"}
+# Values no sensor reads: unset 16/32-bit registers (0xFFFF, 0x7FFF, 0x8000 signed, 0xFFFFFFFF) that IPMI- and
+# SMBIOS-fed BMCs pass on as numbers.
+_SENTINELS = frozenset([0xFFFF, 0x7FFF, -0x8000, 0xFFFFFFFF])
+# Physically possible ranges per kind (inclusive): nothing is colder than absolute zero (-273.15 °C) and no part
+# of a server is at 1000 °C; RPM, watts, flow and humidity are not negative; percent and humidity end at 100.
+_RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (-273.15, 1000.0), "coolant_temperature": (-273.15, 1000.0), "fan": (0.0, float("inf")),
+    "power": (0.0, float("inf")), "coolant_flow": (0.0, float("inf")), "humidity": (0.0, 100.0),
+    "percent": (0.0, 100.0)}
+
+
+def known_reading(v: Any, kind: str) -> Optional[float]:
+    """A sensor or threshold value as a number, or None where it is unknown.
+
+    Unknown: null, a string (``"N/A"``; the Sensor schema's ``Reading`` is a number), a boolean, NaN or
+    infinity, a register sentinel (``65535``...) and a value outside what a ``kind`` can physically read
+    (:data:`_RANGES`, units as :data:`_SENSOR_UNITS`: °C, RPM or %, W, L/min, %).
+    """
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or math.isinf(v) or v in _SENTINELS:
+        return None
+    low, high = _RANGES.get(kind, (float("-inf"), float("inf")))
+    return v if low <= v <= high else None
 
 
 def _reading_kind(rtype: Any, units: Any, ctx: Any, sid: Any) -> str:
