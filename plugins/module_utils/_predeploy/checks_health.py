@@ -46,6 +46,11 @@ def check_psus(ctx: AuditContext) -> Outcome:
     return passed(expected=want, observed=observed)
 
 
+def _reading_text(r: Any) -> str:
+    """``"71 Cel"``, ``"12.1 V"``, or ``"unknown"`` for a reading without a known value."""
+    return "unknown" if r.value is None else ("%g %s" % (r.value, r.units or "")).strip()
+
+
 def check_fans_thermal(ctx: AuditContext) -> Outcome:
     gap = unreadable(ctx.inv, ("fans", "readings", "chassis"), "fans and thermal sensors")
     if gap:
@@ -75,11 +80,19 @@ def check_fans_thermal(ctx: AuditContext) -> Outcome:
     for r in ctx.inv.readings:
         if r.kind == "leak" and r.health in ("Warning", "Critical"):
             problems.append("leak detector %s reports a leak" % (r.name or r.id))
+    # A sensor the BMC marks Warning while its reading is below critical (a caution threshold crossed) does not
+    # fail the gate, but is said, not silenced (issue 16)
+    cautions = ["%s health Warning at %s" % (r.name or r.id, _reading_text(r))
+                for r in ctx.inv.readings if r.kind not in ("fan", "leak") and r.health == "Warning"]
     observed = {"fans": n_fans, "temperature_sensors": len(temps)}
     if problems:
         return failed("; ".join(dict.fromkeys(problems)),
                       "replace the fans named, check airflow (blanking panels, hot aisle) and rerun",
-                      expected=want, observed=observed)
+                      expected=want, observed=observed, evidence={"bmc_warnings": cautions} if cautions else None)
+    if cautions:
+        return passed(expected=want, observed=observed, evidence={"bmc_warnings": cautions},
+                      reason="warning: the BMC marks %d sensor(s) Warning within critical limits: %s"
+                      % (len(cautions), "; ".join(cautions[:6])))
     return passed(expected=want, observed=observed)
 
 

@@ -103,7 +103,8 @@ class PowerReader(ReaderBase):
 
     def legacy_readings(self, ch: dict[str, Any], kinds: frozenset = frozenset(("temperature", "fan", "power"))
                         ) -> None:
-        """The legacy ``Thermal``/``Power`` readings of ``kinds`` (those the ``Sensors`` collection lacks)."""
+        """The legacy ``Thermal``/``Power`` readings of ``kinds`` (those the ``Sensors`` collection lacks), and the
+        ``Power`` resource's voltages when it is read."""
         thermal = ch.get("_legacy_thermal")
         if thermal is None and link(ch, "Thermal") and kinds & {"temperature", "fan"}:
             thermal = self.get("readings", ch["Thermal"]["@odata.id"]) or {}
@@ -131,6 +132,14 @@ class PowerReader(ReaderBase):
                 id=str(pc.get("MemberId") or pc.get("Name") or i), kind="power",
                 value=known_reading(pc.get("PowerConsumedWatts"), "power"),
                 units="W", name=pc.get("Name") or "", health=health, physical_context=pc.get("PhysicalContext")))
+        # Voltages ride along in the Power resource already read (Power.v1 ``Voltages[]``): no extra request
+        for i, v in enumerate((power or {}).get("Voltages") or []):
+            if isinstance(v, dict):
+                self.inv.readings.append(Reading(
+                    id=str(v.get("MemberId") or v.get("Name") or i), kind="voltage",
+                    value=known_reading(v.get("ReadingVolts"), "voltage"), units="V", name=v.get("Name") or "",
+                    health=_reading_health(v), upper_critical=known_reading(v.get("UpperThresholdCritical"), "voltage"),
+                    physical_context=v.get("PhysicalContext")))
 
     def coolant(self, cc: dict[str, Any]) -> None:
         health = _status(cc)[1]

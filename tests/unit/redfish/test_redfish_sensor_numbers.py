@@ -49,3 +49,15 @@ KNOWN = [("fan", -1, None), ("fan", 9800, 9800), ("percent", 140, None), ("humid
 @pytest.mark.parametrize("kind, v, known", KNOWN)
 def test_known_reading_by_kind(kind, v, known):
     assert known_reading(v, kind) == known
+
+
+def test_legacy_power_voltages_are_read_with_their_thresholds():
+    inv = NodeInventory()
+    power = {"PowerControl": [], "Voltages": [
+        {"MemberId": "0", "Name": "12V", "ReadingVolts": 12.1, "UpperThresholdCritical": 13.2,
+         "Status": {"State": "Enabled", "Health": "OK"}},
+        {"MemberId": "1", "Name": "VBAT", "ReadingVolts": "N/A", "UpperThresholdCritical": 65535,
+         "Status": {"State": "Enabled", "Health": "Warning"}}]}
+    PowerReader(None, inv).legacy_readings({"_legacy_power": power}, frozenset(["power"]))
+    assert [(r.kind, r.name, r.value, r.upper_critical, r.health) for r in inv.readings] == [
+        ("voltage", "12V", 12.1, 13.2, "OK"), ("voltage", "VBAT", None, None, "Warning")]
