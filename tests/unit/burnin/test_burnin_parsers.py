@@ -371,3 +371,12 @@ def test_lspci_link_status():
             "\t\tLnkSta:\tSpeed 16GT/s (downgraded), Width x8 (downgraded)\n")
     (dev,) = _lspci.parse_lspci_vv(text)
     assert (dev["cap_gen"], dev["cap_width"], dev["sta_gen"], dev["sta_width"]) == (5, 16, 4, 8)
+
+
+def test_nvidia_smi_xml_with_a_mangled_encoding_declaration_is_a_parse_error(tool_outputs):
+    """Found by the fuzz test: ``encoding="AUTF-8"`` made ElementTree raise LookupError, not a ParseError."""
+    text = (tool_outputs / "nvidia-smi-q-x-a100-sxm4-80gb-mig-v12.xml.txt").read_text()
+    mangled = text.replace('encoding="UTF-8"', 'encoding="AUTF-8"', 1).replace("encoding='UTF-8'", "encoding='AUTF-8'", 1)
+    assert mangled != text
+    with pytest.raises(ParseError, match="malformed"):
+        _nvidia_smi.parse_nvidia_smi_xml(mangled)

@@ -13,7 +13,8 @@ from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.checks
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.graph import check_graph
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.judge import judge
 
-from .test_predeploy_expand import audit, fleet  # noqa: F401  (fleet: the module's pytest fixture)
+# fleet is the pytest fixture of test_predeploy_expand, used here by name
+from .test_predeploy_expand import audit, fleet  # noqa: F401  pylint: disable=unused-import
 
 
 def _rejudge(node_sku, obs, change):

@@ -200,7 +200,7 @@ def parse_nvidia_smi_xml(text: str) -> dict[str, Any]:
     dtd = re.search(r"nvsmi_device_(v\d+)\.dtd", body)
     try:
         root = ET.fromstring(body.encode("utf-8", "replace"))
-    except (ET.ParseError, ValueError) as exc:
+    except (ET.ParseError, ValueError, LookupError) as exc:  # LookupError: a mangled encoding= declaration
         raise parse_error(TOOL, "XML is malformed or truncated: %s" % exc)
     if root.tag != "nvidia_smi_log":
         raise parse_error(TOOL, "root element is <%s>, not <nvidia_smi_log>" % root.tag)
