@@ -127,7 +127,7 @@ def test_a_stage_playbook_runs_from_the_installed_copy(installed, tmp_path):
         env = dict(installed["env"], ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), SYMPHONY_LEDGER=str(ledger))
         proc = subprocess.run(
             [str(BIN / "ansible-playbook"), "-i", str(twin), "symphony.cluster.pre_deployment",
-             "-e", "pre_deployment_bmc_map=%s" % bmc_map, "-e", "pre_deployment_ledger=%s" % ledger,
+             "-e", "pre_deployment_bmc_map=%s" % bmc_map, "-e", "symphony_ledger=%s" % ledger,
              "-e", "pre_deployment_dispatch_dir=%s" % (tmp_path / "dispatch"),
              "-e", json.dumps({"pre_deployment_optional_checks": ["lease_captured", "address_reserved"]})],
             env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600, check=False)
