@@ -10,6 +10,7 @@ written the moment it is known, so a run killed half-way keeps what it finished.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from typing import Any, Optional
 
@@ -81,7 +82,7 @@ class ThreadLedger(Ledger):
             for led in self._all:
                 try:
                     led.close()
-                except Exception:  # pylint: disable=broad-except
+                except sqlite3.Error:  # a thread's connection already gone: nothing left to release
                     pass
             self._all = []
             self._local = threading.local()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
+from .._core.errors import SymphonyError
 from .._redfish.client import RedfishClient
 from .settings import BmcFleetSettings
 
@@ -29,10 +30,16 @@ def bmc_client(url: str, entry: Mapping[str, Any], settings: BmcFleetSettings,
 
 
 def close_quietly(client: Any) -> None:
-    """Close a BMC client (logout) if there is one; a failing logout never hides the reading's own result."""
+    """Close a BMC client (logout) if there is one; a failing logout never hides the reading's own result.
+
+    ``RedfishClient.close`` already turns a failed session DELETE into a warning; a Redfish or socket error from
+    another client is added to the client's ``warnings`` the same way, naming what failed.
+    """
     if client is None:
         return
     try:
         client.close()
-    except Exception:  # pylint: disable=broad-except
-        pass
+    except (SymphonyError, OSError) as exc:
+        warnings = getattr(client, "warnings", None)
+        if isinstance(warnings, list):
+            warnings.append("could not close the BMC session (%s: %s)" % (type(exc).__name__, exc))
