@@ -250,7 +250,7 @@ def test_unreported_throttle_reasons_are_unknown_never_zero():
     (None, {}, "not_run", "reported no temperature or throttle reasons"),
 ])
 def test_a_power_test_never_claims_what_the_backend_did_not_measure(repo_root, tmp_path, monkeypatch, temp,
-                                                                     declared, status, words):
+                                                                    declared, status, words):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "gpu_burn").write_text("#!/bin/sh\nsleep \"$2\"\n")
