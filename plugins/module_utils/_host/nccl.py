@@ -101,7 +101,8 @@ def parse_text(text: str) -> dict[str, Any]:
 
     Returns ``{"rows": [{"size": B, "count": int, "type": str, "redop": str, "root": int|None,
     "out_of_place": {"time_us", "algbw", "busbw", "wrong"}, "in_place": {...}}], "out_of_bounds": int,
-    "out_of_bounds_ok": bool, "avg_busbw": GB/s, "validation": bool|None, "ranks": [...], "nranks": int,
+    "out_of_bounds_ok": bool, "avg_busbw": GB/s, "avg_busbw_failed": bool (nccl-tests' own NCCL_TESTS_MIN_BW
+    verdict), "validation": bool|None, "ranks": [...], "nranks": int,
     "completed": True, "collective": str|None}``; ``wrong`` is None when validation is off (``N/A``).
     Raises :class:`ParseError` when the header, every data row, or the completion footer is missing.
     """
@@ -113,6 +114,7 @@ def parse_text(text: str) -> dict[str, Any]:
     ranks = []
     rows = []
     oob = oob_ok = avg = None
+    avg_failed = False
     collective = None
     for line in lines:
         s = line.strip()
@@ -139,6 +141,8 @@ def parse_text(text: str) -> dict[str, Any]:
             m = _AVG.match(s)
             if m:
                 avg = _num(m.group(1))
+                # NCCL_TESTS_MIN_BW set: nccl-tests appends OK/FAILED (FAILED below 0.9 x that value)
+                avg_failed = m.group(2).upper() == "FAILED"
                 continue
             m = _CONCLUDED.match(s)
             if m:
@@ -157,6 +161,7 @@ def parse_text(text: str) -> dict[str, Any]:
         raise ParseError("no '# Out of bounds values' / '# Avg bus bandwidth' footer: the run did not complete",
                          where=TOOL)
     return {"rows": rows, "out_of_bounds": oob, "out_of_bounds_ok": bool(oob_ok), "avg_busbw": avg,
+            "avg_busbw_failed": avg_failed,
             "validation": params.get("validation"), "params": params, "ranks": ranks,
             "nranks": len(ranks) or None, "completed": True,
             "collective": normalise_collective(collective) if collective else None}
@@ -432,7 +437,9 @@ def analyse(parsed: dict[str, Any], floor_gbps: float | None = None, tolerance: 
     if corrupt["out_of_bounds"] or not parsed.get("out_of_bounds_ok", True):
         reasons.insert(0, "out of bounds values: %d (data corruption)" % corrupt["out_of_bounds"])
     failing = sorted(set(shape["failing_sizes"]) | set(corrupt["wrong_sizes"]))
-    ok: bool | None = shape["ok"] and not corrupt["corrupt"]
+    if parsed.get("avg_busbw_failed"):
+        reasons.append("nccl-tests printed FAILED after '# Avg bus bandwidth' (below its NCCL_TESTS_MIN_BW)")
+    ok: bool | None = shape["ok"] and not corrupt["corrupt"] and not parsed.get("avg_busbw_failed")
     if ok and floor_gbps is None:
         ok = None
         reasons.append("no busbw floor declared: the run cannot pass without one")

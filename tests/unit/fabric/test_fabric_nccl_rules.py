@@ -91,3 +91,14 @@ def test_pair_transport_failure_lines_measure_zero_quoting_them(tool_outputs):
                                     timeout_s=10)
     test = transport.measure("a", "b")
     assert test.status == OK and test.value == 0.0 and "common.cu:1279" in test.reason
+
+
+def test_nccl_tests_own_min_bw_verdict_fails_the_run(tool_outputs):
+    """With NCCL_TESTS_MIN_BW set nccl-tests appends OK/FAILED to '# Avg bus bandwidth' (common.cu; numbers.md 3.2):
+    its FAILED is a failed run even where the SKU's floor is met at the largest size."""
+    text = _text(tool_outputs).replace("# Avg bus bandwidth    : 68.4048", "# Avg bus bandwidth    : 68.4048 FAILED")
+    parsed = N.parse(text)
+    assert parsed["avg_busbw_failed"] is True and parsed["avg_busbw"] == 68.4048
+    res = N.analyse(parsed, floor_gbps=200.0)
+    assert res["ok"] is False and "NCCL_TESTS_MIN_BW" in res["reasons"][-1]
+    assert N.parse(_text(tool_outputs))["avg_busbw_failed"] is False
