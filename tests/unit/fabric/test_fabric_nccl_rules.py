@@ -10,7 +10,8 @@ from ansible_collections.symphony.cluster.plugins.module_utils._host import nccl
 
 NCCL_8X = "nccl-tests-all_reduce_perf-8xA100-superbench.txt"
 # nccl-tests src/common.h NCCLCHECK: printf("%s: Test NCCL failure %s:%d '%s / %s'\n", hostname, __FILE__, ...)
-FAILURE = "node1: Test NCCL failure common.cu:1279 'remote process exited or there was a network error / NET/IB : Got completion from peer 10.0.0.2 with status=12'"
+FAILURE = ("node1: Test NCCL failure common.cu:1279 'remote process exited or there was a network error / "
+           "NET/IB : Got completion from peer 10.0.0.2 with status=12'")
 
 
 def _text(tool_outputs):
