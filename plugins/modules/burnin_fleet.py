@@ -51,7 +51,7 @@ EXAMPLES = r"""
 
 - name: Say which numbers stand out from the fleet
   ansible.builtin.debug:
-    var: burn_in_fleet.warnings
+    var: burn_in_fleet.outliers
 """
 
 RETURN = r"""
@@ -61,8 +61,8 @@ checks:
   returned: always
   type: list
   elements: dict
-warnings:
-  description: Every fleet-outlier warning, one sentence each.
+outliers:
+  description: Every fleet-outlier warning, one sentence each (also printed as the task's warnings).
   returned: always
   type: list
   elements: str

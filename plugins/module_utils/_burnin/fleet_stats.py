@@ -103,8 +103,9 @@ def annotate(results: Sequence[CheckResult], sku: str, fleet: Iterable[CheckResu
 
 def burnin_fleet(params: dict[str, Any], check_mode: bool = False) -> dict[str, Any]:
     """Logic of the ``burnin_fleet`` module: ``params`` ``{ledger, node, sku, checks}`` (``checks`` as
-    ``burnin_run`` returns them).  Returns ``{changed: False, checks: [annotated check dicts], warnings: [str],
-    peers_read: int}``; a ledger that does not exist yet has no fleet (nothing compared).  Reads only."""
+    ``burnin_run`` returns them).  Returns ``{changed: False, checks: [annotated check dicts], outliers: [str],
+    warnings: [str], peers_read: int}`` (``warnings``, the same sentences, is Ansible's own key: the play prints
+    them); a ledger that does not exist yet has no fleet (nothing compared).  Reads only."""
     node, sku = params["node"], params["sku"]
     rows = [CheckResult(node=node, stage=STAGE, check=c["name"], status=c["status"], observed=c.get("observed"),
                         evidence=dict(c.get("evidence") or {})) for c in params["checks"]]
@@ -118,4 +119,5 @@ def burnin_fleet(params: dict[str, Any], check_mode: bool = False) -> dict[str, 
             ledger.close()
     warnings = annotate(rows, sku, fleet)
     checks = [dict(c, evidence=r.evidence) for c, r in zip(params["checks"], rows)]
-    return {"changed": False, "checks": checks, "warnings": warnings, "peers_read": len(fleet)}
+    return {"changed": False, "checks": checks, "outliers": warnings, "warnings": list(warnings),
+            "peers_read": len(fleet)}

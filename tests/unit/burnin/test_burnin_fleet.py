@@ -80,11 +80,12 @@ def test_the_module_logic_reads_the_ledger_and_annotates_the_checks(ledger_path,
     ledger.close()
     checks = [{"name": "nccl_single_node", "status": "pass", "observed": {"busbw_gbps": 150.0}, "evidence": {}}]
     out = F.burnin_fleet({"ledger": ledger_path, "node": "me", "sku": SKU, "checks": checks})
-    assert out["changed"] is False and out["peers_read"] == len(FLEET) and len(out["warnings"]) == 1
+    assert out["changed"] is False and out["peers_read"] == len(FLEET) and len(out["outliers"]) == 1
+    assert out["warnings"] == out["outliers"]
     assert out["checks"][0]["status"] == "pass" and out["checks"][0]["evidence"]["fleet"]["peers"] == len(FLEET)
     missing = str(tmp_path / "none.sqlite")
     out = F.burnin_fleet({"ledger": missing, "node": "me", "sku": SKU, "checks": checks})
-    assert out["warnings"] == [] and out["checks"][0]["evidence"] == {"sku": SKU}
+    assert out["outliers"] == [] and out["checks"][0]["evidence"] == {"sku": SKU}
     assert not (tmp_path / "none.sqlite").exists()
 
 
