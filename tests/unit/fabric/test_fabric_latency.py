@@ -11,8 +11,10 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fabric.pairs imp
 from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as H
 from ansible_collections.symphony.cluster.plugins.module_utils._host.parsers.ib_write_lat import parse_ib_write_lat
 
-# A public `ib_write_lat -a --iter 20000` capture (ConnectX-3, mlx4_0, perftest with the percentile columns;
-# found in the code index, repository not identified), header and three of its rows as printed.
+# The column names are perftest's (linux-rdma/perftest print_report_lat), as imbue-ai/cluster-health
+# host_validation/p2p_ib_test.py reads them (it joins "99% percentile[usec]" into one header word and takes the
+# row under it; it also strips "Conflicting CPU frequency" lines).  The rows: a public `ib_write_lat -a --iter 20000`
+# capture (ConnectX-3, mlx4_0; found in the code index, its repository not identified), header and three rows.
 LAT_ALL_SIZES = """---------------------------------------------------------------------------------------
                     RDMA_Write Latency Test
  Dual-port       : OFF          Device         : mlx4_0
