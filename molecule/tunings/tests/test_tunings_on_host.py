@@ -32,5 +32,12 @@ def test_nccl_recipe_file_has_the_skus_environment(host):
     assert f.content_string == NCCL_ENV
 
 
+def test_sysctl_values_persist_in_the_drop_in(host):
+    path = os.path.join(os.environ["SYMPHONY_TUNINGS_WORK"], "lab1-sysctl.conf")
+    lines = set(host.file(path).content_string.split("\n"))
+    assert {"%s=%s" % kv for kv in SYSCTL.items()} <= lines, lines
+    assert "net.ipv4.tcp_mtu_probing" not in host.file("/etc/sysctl.conf").content_string
+
+
 def test_kernel_command_line_read_back_has_the_pinned_token(host):
     assert "console=ttyS0" in host.file("/proc/cmdline").content_string.split()
