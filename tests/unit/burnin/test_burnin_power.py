@@ -178,9 +178,11 @@ def test_pulsating_power_test_drives_the_load_as_a_process_group(repo_root, tmp_
     monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % bindir)
     monkeypatch.setattr(C.telemetry, "open_backend", lambda prefer: _SteadyBackend())
     manifest = _sku.load_manifest(str(repo_root / "skus" / "hgx_h100_supermicro.yml"))
+    # this test is about the process group; the 50 ms edge rule is test_burnin_pulse's (on a 2-core box shared by
+    # parallel test runs a real sleep can overshoot it, and the check is then rightly not_run)
     test = next(t for t in P.build_plan(manifest, overrides={"power_pulsating": {
         "timeout_s": 12, "params": {"duration_s": 3, "period_s": 3, "duty_cycle": 0.7, "sample_interval_s": 0.1,
-                                    "warmup_s": 0}}}) if t.name == "power_pulsating")
+                                    "warmup_s": 0, "max_edge_error_ms": 1000}}}) if t.name == "power_pulsating")
     kmsg = tmp_path / "kmsg"
     kmsg.write_text("6,1,1000000,-;Linux version 6.1\n")
     store = EvidenceStore(str(tmp_path / "ev"), "n1", "r1")
