@@ -81,12 +81,15 @@ class PgServer:
         """The environment a client needs for the password (never part of the URL)."""
         return {"SYMPHONY_LEDGER_PASSWORD": self.password}
 
-    def url(self, schema=None, database=DATABASE):
-        """The ledger URL over TCP with TLS verified against this server's CA; ``schema``: its search_path."""
+    def url(self, schema=None, database=DATABASE, settings=None):
+        """The ledger URL over TCP with TLS verified against this server's CA; ``schema``: its search_path;
+        ``settings``: more session settings (``{"synchronous_commit": "off"}``), through libpq's ``options``."""
         query = [("sslmode", "verify-full"), ("sslrootcert", self.ca)]
-        if schema:
-            query.append(("options", "-csearch_path=%s" % schema))
-        return "postgresql://%s@127.0.0.1:%d/%s?%s" % (USER, self.port, database, urllib.parse.urlencode(query))
+        options = dict({"search_path": schema} if schema else {}, **(settings or {}))
+        if options:
+            query.append(("options", " ".join("-c%s=%s" % kv for kv in options.items())))
+        return "postgresql://%s@127.0.0.1:%d/%s?%s" % (USER, self.port, database,
+                                                      urllib.parse.urlencode(query, quote_via=urllib.parse.quote))
 
     def _as_postgres(self, argv, what):
         if os.geteuid() == 0:
@@ -166,11 +169,11 @@ class PgServer:
         """A superuser connection over the unix socket (trust), autocommit; for set-up, never for the ledger."""
         return psycopg.connect(host=self.sock, port=self.port, user=USER, dbname=database, autocommit=True)
 
-    def create_schema(self, name):
+    def create_schema(self, name, settings=None):
         """A fresh, empty schema ``name`` in the ``symphony`` database; returns :meth:`url` for it."""
         with self.admin() as conn:
             conn.execute("CREATE SCHEMA %s" % name)
-        return self.url(schema=name)
+        return self.url(schema=name, settings=settings)
 
     def stop(self, remove=False):
         """Stop the server (fast shutdown); ``remove``: delete the cluster directory too."""

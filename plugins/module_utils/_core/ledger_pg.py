@@ -97,10 +97,11 @@ def connection_params(location: str, environ: Optional[Mapping[str, str]] = None
     environ = os.environ if environ is None else environ
     parts = urllib.parse.urlsplit(location)
     base, _, query_text = location.partition("?")
-    query = urllib.parse.parse_qsl(query_text, keep_blank_values=True)
+    # libpq's URIs are percent-encoded only: "+" is a plus sign there, not a space as in HTML forms
+    query = urllib.parse.parse_qsl(query_text.replace("+", "%2B"), keep_blank_values=True)
     password_var = dict(query).get("password_env")
     kept = [(k, v) for k, v in query if k != "password_env"]
-    rest = base + ("?" + urllib.parse.urlencode(kept) if kept else "")
+    rest = base + ("?" + urllib.parse.urlencode(kept, quote_via=urllib.parse.quote) if kept else "")
     try:
         params: Dict[str, Any] = conninfo_to_dict(rest)
     except psycopg.Error as exc:

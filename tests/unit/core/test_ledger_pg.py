@@ -40,6 +40,14 @@ def test_tls_is_verified_by_default_and_options_pass_through():
     assert "sslmode" not in _pg.connection_params("postgresql:///symphony?host=/run/postgresql", {})[0]
 
 
+def test_query_values_keep_their_spaces_and_plus_signs():
+    """libpq URIs are percent-encoded (RFC 3986): %20 is a space, "+" is a plus; two -c settings stay two."""
+    params, _ = _pg.connection_params(URL + "?options=-csearch_path%3Dt1%20-csynchronous_commit%3Doff"
+                                            "&application_name=a+b&password_env=PW", {"PW": "x"})
+    assert params["options"] == "-csearch_path=t1 -csynchronous_commit=off"
+    assert params["application_name"] == "a+b"
+
+
 def test_redact_hides_a_password_in_the_url():
     assert _pg.redact("postgresql://u:hunter2@db:5432/x?sslmode=verify-full") == \
         "postgresql://u:********@db:5432/x?sslmode=verify-full"
