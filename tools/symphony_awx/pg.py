@@ -16,6 +16,7 @@ CLI: ``python -m symphony_awx.pg up|down|url [--root build/pg/make]`` (``make pg
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import pwd
@@ -43,6 +44,18 @@ def bindir():
     return os.path.dirname(found[-1])
 
 
+def _others_can_enter(path):
+    """Whether every existing directory from ``/`` down to ``path`` is searchable by other users (mode o+x)."""
+    path = os.path.abspath(path)
+    while True:
+        if os.path.exists(path) and not os.stat(path).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
 def _free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -55,6 +68,9 @@ class PgServer:
 
     def __init__(self, root, port=None):
         self.root = os.path.abspath(root)
+        if os.geteuid() == 0 and not _others_can_enter(os.path.dirname(self.root)):
+            # a checkout under a private home (/root is 0700): the postgres user cannot reach build/pg there
+            self.root = os.path.join("/tmp", "symphony-pg-%s" % hashlib.sha256(self.root.encode()).hexdigest()[:12])
         self.data = os.path.join(self.root, "data")
         # a unix socket path is limited to 107 bytes: a deep checkout gets its socket directory under /tmp
         self.sock = os.path.join(self.root, "sock")
@@ -67,13 +83,13 @@ class PgServer:
     @classmethod
     def load(cls, root):
         """The server a previous :meth:`start` left under ``root`` (raises PgError when there is none)."""
-        path = os.path.join(os.path.abspath(root), "state.json")
+        server = cls(root)
+        path = os.path.join(server.root, "state.json")
         if not os.path.exists(path):
             raise PgError("no PostgreSQL server state at %s (python -m symphony_awx.pg up)" % path)
         with open(path) as fh:
             state = json.load(fh)
-        server = cls(root, port=state["port"])
-        server.password, server.sock = state["password"], state["sock"]
+        server.port, server.password, server.sock = state["port"], state["password"], state["sock"]
         return server
 
     @property
@@ -154,6 +170,8 @@ class PgServer:
         if os.geteuid() == 0:
             ent = pwd.getpwnam("postgres")
             os.chown(self.sock, ent.pw_uid, ent.pw_gid)
+        if self._running():
+            return self  # make pg-up twice: the one already up
         options = "-c port=%d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c ssl=on" \
                   " -c max_connections=300" % (self.port, self.sock)
         self._as_postgres([os.path.join(bindir(), "pg_ctl"), "-D", self.data, "-l", os.path.join(self.root, "log"),
@@ -164,6 +182,13 @@ class PgServer:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
                 conn.execute("CREATE DATABASE " + DATABASE)
         return self
+
+    def _running(self):
+        try:
+            self._as_postgres([os.path.join(bindir(), "pg_ctl"), "-D", self.data, "status"], "pg_ctl status")
+        except PgError:
+            return False
+        return True
 
     def admin(self, database=DATABASE):
         """A superuser connection over the unix socket (trust), autocommit; for set-up, never for the ledger."""
