@@ -104,8 +104,8 @@ class PgServer:
         options = dict({"search_path": schema} if schema else {}, **(settings or {}))
         if options:
             query.append(("options", " ".join("-c%s=%s" % kv for kv in options.items())))
-        return "postgresql://%s@127.0.0.1:%d/%s?%s" % (USER, self.port, database,
-                                                      urllib.parse.urlencode(query, quote_via=urllib.parse.quote))
+        encoded = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        return "postgresql://%s@127.0.0.1:%d/%s?%s" % (USER, self.port, database, encoded)
 
     def _as_postgres(self, argv, what):
         if os.geteuid() == 0:
