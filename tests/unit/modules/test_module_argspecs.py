@@ -34,6 +34,7 @@ MINIMAL = {
     "gpu_tunings": {},
     "handoff_report": {"dest": "/x"},
     "inband_firmware": {"steps": []},
+    "ledger_migrate": {"source": "/nonexistent.sqlite", "target": "/nonexistent-target.sqlite"},
     "mfu_calc": {"tokens_per_s_per_device": 1.0},
     "nccl_sweep": {"nodes": ["n1"]},
     "node_evict": {"node": "n1", "reason": "r"},
