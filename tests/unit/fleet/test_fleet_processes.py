@@ -166,3 +166,19 @@ def test_stage_node_of_a_killed_worker_is_blocked_in_result_and_ledger(emulated,
     # no node of the dead worker passes; the other process's nodes are judged as ever
     assert all(e["gate"] != "pass" for h, e in out["hosts"].items() if "worker process" in e["reason"])
     assert out["summary"].get("pass", 0) + out["summary"].get("blocked", 0) + out["summary"].get("fail", 0) == 5
+
+
+def test_each_node_is_scrubbed_with_its_own_credentials_not_every_password_of_the_map(emulated, tmp_path, monkeypatch):
+    # scrubbing every string with all N map passwords made the stage O(N^2) (issue 27 profile: a third of the CPU)
+    sizes = []
+    real = pd_stage.scrub
+
+    def counted(value, secrets):
+        sizes.append(len([s for s in secrets if s]))
+        return real(value, secrets)
+
+    monkeypatch.setattr(pd_stage, "scrub", counted)
+    out, rows = _stage(emulated, tmp_path / "scrub", 1)
+    assert sizes and max(sizes) == 1  # the node's map password (no global one in this run)
+    passwords = [n["password"] for n in json.loads(emulated["map"].read_text())["nodes"].values()]
+    assert not any(p in json.dumps(out) + json.dumps(rows) for p in passwords)
