@@ -87,3 +87,15 @@ def ledger_url(request, tmp_path):
 def pytest_report_header(config):
     return "time scale: %g (%s; every timeout and timing bound in tests/ is scaled by it)" % (
         TIME_SCALE, TIME_SCALE_ENV)
+
+
+@pytest.fixture(autouse=True)
+def _one_fleet_process_in_unit_tests(request, monkeypatch):
+    """Unit tests run fleet batches in one process unless they ask for more.
+
+    The modules default to one worker process per core (``_fleet.pool``); a unit test whose fake BMC records
+    requests in a list would then see only what its own process did, and assertions on those lists would pass
+    empty.  tests/unit/fleet/test_fleet_processes.py sets the count itself; integration tests keep the default.
+    """
+    if "tests/unit/" in str(request.node.fspath).replace("\\", "/"):
+        monkeypatch.setenv("SYMPHONY_FLEET_PROCESSES", "1")

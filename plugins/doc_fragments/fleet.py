@@ -26,6 +26,13 @@ options:
     description: Threads of the controller-side pool (BMCs handled at once).
     type: int
     default: 64
+  processes:
+    description:
+      - Worker processes the O(workers) threads are spread over, so the controller's CPU work (TLS, JSON, judging)
+        uses every core; all nodes behind one BMC endpoint run in the same process.
+      - Default one per core the controller may use, or the E(SYMPHONY_FLEET_PROCESSES) environment variable.
+      - A node whose worker process dies is reported C(blocked) with the reason, never passed.
+    type: int
 """
 
     TWIN_BATCH = r"""

@@ -10,7 +10,8 @@ groups).
 
 load_s: the twin as JSON (valid YAML 1.2, what a DCIM/NetBox export gives; the loader's JSON fast path),
 median of 3 runs; goal <= 2 s (issue "Collection foundation").  load_yaml_s: the same twin written as block
-YAML, one run (PyYAML's libyaml loader builds ~1 M Python objects; reported, not the goal figure).
+YAML, one run (PyYAML's libyaml loader builds ~1 M Python objects); yaml_json_ratio = load_yaml_s / load_s and
+yaml_c_loader (whether PyYAML has libyaml's CSafeLoader here).
 Writes build/bench/inventory.json.
 """
 
@@ -35,6 +36,7 @@ init_plugin_loader([str(COLL_ROOT)])  # before anything imports ansible_collecti
 
 from ansible.inventory.manager import InventoryManager  # noqa: E402
 from ansible.parsing.dataloader import DataLoader  # noqa: E402
+import yaml  # noqa: E402
 
 
 def write_twin(directory):
@@ -54,7 +56,6 @@ def write_twin(directory):
             lines += ["              - {rail: %d, leaf: leaf-%03d-%d, port: %d}" % (k, r // 8, k, n % (8 * PER_RACK) + 1)
                       for k in range(RAILS)]
     (directory / "fleet.yml").write_text("\n".join(lines) + "\n")
-    import yaml
     data = yaml.load((directory / "fleet.yml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     (directory / "fleet.json").write_text(json.dumps(data))
     sources = {}
@@ -92,6 +93,9 @@ def main():
                     return 1
         result = {"nodes": hosts, "load_s": round(statistics.median(times), 3), "load_min_s": round(min(times), 3),
                   "load_yaml_s": round(yaml_times[0], 3), "groups": len(groups),
+                  # issue 27's figure (goal <= 1.5); the loader is libyaml's CSafeLoader where PyYAML has it
+                  "yaml_json_ratio": round(yaml_times[0] / statistics.median(times), 2),
+                  "yaml_c_loader": getattr(yaml, "CSafeLoader", None) is not None,
                   "twin_json_mib": round((directory / "fleet.json").stat().st_size / 2**20, 1),
                   "twin_yaml_mib": round((directory / "fleet.yml").stat().st_size / 2**20, 1),
                   "goal_load_s": 2.0}

@@ -6,27 +6,18 @@ files and the dispatch list for every BMC password of the emulator's map.
 """
 
 import json
-import pathlib
-
-import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 
-symphony_emulator = pytest.importorskip("symphony_emulator.fleet")
+from emulated_fleet import ROOT, scenario_fleet
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCENARIO = ROOT / "molecule" / "pre_deployment" / "data"
 HOSTS = ["pd-u02", "pd-u22", "pd-u30"]
 
 
 def test_stage_isolates_faulty_bmcs_and_never_leaks_passwords(tmp_path):
     skus = load_skus(str(ROOT / "skus"))
-    twin = symphony_emulator.load_twin(str(SCENARIO / "pre_deployment.twin.yml"), skus.keys())
-    bmc_map = tmp_path / "bmcs.json"
-    with symphony_emulator.Fleet(twin, str(ROOT / "skus"), defects=str(SCENARIO / "defects.yml"),
-                                 faults=str(SCENARIO / "faults.yml"), hosts=HOSTS, map_path=str(bmc_map),
-                                 state_dir=str(tmp_path / "emu")):
+    with scenario_fleet(tmp_path, HOSTS, skus) as (twin, bmc_map):
         settings = StageSettings(bmc_map=str(bmc_map), optional=("lease_captured", "address_reserved"), retries=1,
                                  ledger=str(tmp_path / "ledger.sqlite"), dispatch_dir=str(tmp_path / "dispatch"))
         out = run_stage({h: twin.nodes[h] for h in HOSTS}, skus, settings)

@@ -26,9 +26,9 @@ import time
 from datetime import datetime, timezone
 
 from .._core.errors import SymphonyError, ValidationError
-from .._core.gate import NOT_RUN, failed, not_run, passed
+from .._core.gate import BLOCKED, NOT_RUN, Outcome, failed, not_run, passed
 from .._core.secrets import scrub
-from .._fleet.batch import run_batch
+from .._fleet.batch import default_processes, run_batch, worker_lost
 from .._fleet.bmcmap import load_bmc_map, map_secrets
 from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
@@ -315,7 +315,8 @@ def sel_scan(params, client_factory=None, now=None):
         return observe(host, item["url"], item["entry"], params, client_factory)
 
     outcomes = run_batch(items, work, workers=max(1, min(int(params.get("workers") or 64), len(items) or 1)),
-                         key=lambda item: item["url"] or id(item))
+                         key=lambda item: item["url"] or id(item),
+                         processes=int(params.get("processes") or default_processes()))
     now = time.time() if now is None else now
     marks = params.get("marks") or {}
     out_marks, checks, summary = {}, {}, {}
@@ -329,7 +330,8 @@ def sel_scan(params, client_factory=None, now=None):
         if mode == "mark":
             out_marks[host] = sel_mark(inv, now) if inv is not None else {"error": error, "marked_at": _iso(now)}
             continue
-        result = check_dict(judge_sel(marks.get(host), inv, error))
+        # a node whose worker process died is blocked with the reason: nothing was read, nothing is judged
+        result = check_dict(Outcome(BLOCKED, error) if worker_lost(outcome) else judge_sel(marks.get(host), inv, error))
         result["reason"] = scrub(result["reason"], secrets)
         checks[host] = result
         summary[result["status"]] = summary.get(result["status"], 0) + 1

@@ -10,8 +10,11 @@ An exception in one host's work, including one we did not foresee, ends that
 host only: it is reported for that host with its message, never raised, so one
 bad BMC cannot crash the run for thousands of others.
 
-Threads (not processes) because the work is network-bound: 1 000 BMCs at 100 ms
-per request keep a few hundred requests in flight while the GIL is idle.
+Threads because the work is network-bound: 1 000 BMCs at 100 ms per request keep a
+few hundred requests in flight.  But their CPU work (TLS, JSON, reading, judging) shares
+one core through the GIL, so with ``processes`` above 1 the hosts are split over forked
+worker processes (:mod:`.pool`), the threads divided between them: every host's outcome is
+the one the single-process path gives, and a dead worker ends its hosts not-ok, never lost.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from typing import Any, Callable, Hashable, Iterable, Optional
 from .._core.errors import SymphonyError, ValidationError
 from .._core.leases import NodeLeases
 from .._redfish.argspec import bmc_connection_argument_spec
+from .pool import WORKER_LOST, can_fork, default_processes, split_by_key, start_shards
+
+__all__ = ["DEFAULT_PER_BMC", "DEFAULT_WORKERS", "WORKER_LOST", "HostOutcome", "default_processes",
+           "fleet_argument_spec", "run_batch", "worker_lost"]
 
 DEFAULT_WORKERS = 64
 DEFAULT_PER_BMC = 1
@@ -49,39 +56,74 @@ class HostOutcome:
     waited_s: float = 0.0
 
 
+def worker_lost(outcome: HostOutcome) -> bool:
+    """True when ``outcome``'s host ended with its worker process (:data:`WORKER_LOST`): nothing is known of it, so
+    its stage records it ``blocked`` with ``outcome.error["msg"]`` as the reason."""
+    return not outcome.ok and outcome.error.get("error") == WORKER_LOST
+
+
 def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any], workers: int = DEFAULT_WORKERS,
               per_key: int = DEFAULT_PER_BMC, key: Optional[Callable[[Any], Hashable]] = None,
               on_done: Optional[Callable[[HostOutcome], None]] = None,
               clock: Callable[[], float] = time.monotonic,
-              leases: Optional[NodeLeases] = None) -> dict[str, HostOutcome]:
+              leases: Optional[NodeLeases] = None, processes: int = 1) -> dict[str, HostOutcome]:
     """Run ``work(host, item)`` for each ``(host, item)`` in ``items``; return ``{host: HostOutcome}``.
 
-    ``workers``: threads (bounded, at least 1, at most the number of items);
+    ``workers``: threads in all (bounded, at least 1, at most the number of items);
     ``per_key``: at most this many items with the same ``key(item)`` run at once
     (the per-BMC cap: two hosts behind one BMC endpoint never overload it);
     ``key``: ``callable(item) -> hashable`` (default: each item is its own key);
     ``on_done``: ``callable(HostOutcome)`` called as each host finishes (from a
-    worker thread; keep it short and thread-safe).
+    worker thread, or the calling thread with processes; keep it short and thread-safe).
     ``leases``: this run's :class:`NodeLeases`: every host is leased in the ledger before any work, kept
     (heartbeat) while the batch runs and released after; a host another run holds gets no ``work`` and a
     not-ok outcome whose ``error`` is the ``LeaseError`` naming the holder.
+    ``processes``: worker processes (:mod:`.pool`; see :func:`default_processes`) sharing the ``workers``
+    threads, all items of one key in one process; 1, or where ``fork`` is missing, runs everything here.  The
+    outcomes are the same either way (``value`` as pickled back), but for a host whose worker process died:
+    not ok, ``error["error"]`` :data:`WORKER_LOST` (:func:`worker_lost`).
     Items are started in the given order as far as the per-key cap allows.
     Raises :class:`ValidationError` on duplicate hosts or non-positive limits.
     """
     items = list(items)
-    if workers < 1 or per_key < 1:
-        raise ValidationError("workers (%r) and per-BMC cap (%r) must be at least 1" % (workers, per_key),
-                              where="fleet")
+    if workers < 1 or per_key < 1 or processes < 1:
+        raise ValidationError("workers (%r), per-BMC cap (%r) and processes (%r) must be at least 1"
+                              % (workers, per_key, processes), where="fleet")
     hosts = [pair[0] for pair in items]
     if len(set(hosts)) != len(hosts):
         dup = sorted({h for h in hosts if hosts.count(h) > 1})
         raise ValidationError("hosts listed twice: %s" % ", ".join(dup[:10]), where="fleet")
     key_of: Callable[[Any], Hashable] = key or id
     denied = leases.acquire(hosts) if leases is not None else {}
-    pending = deque((host, item, key_of(item)) for host, item in items if host not in denied)
-    running: dict[Hashable, int] = {}
+    jobs = [(host, item, key_of(item)) for host, item in items if host not in denied]
     results: dict[str, HostOutcome] = {host: HostOutcome(host, False, error=exc.to_dict())
                                        for host, exc in denied.items()}
+    done: Callable[[HostOutcome], None] = on_done or (lambda outcome: None)
+    shards = split_by_key(jobs, processes) if processes > 1 and can_fork() else []
+    if len(shards) > 1:
+        threads = max(1, -(-int(workers) // len(shards)))
+
+        def run_shard(shard: list[tuple[str, Any, Hashable]], send: Callable[[HostOutcome], None]) -> None:
+            _run_threads(shard, work, threads, per_key, send, clock, {})
+
+        # forked before the lease heartbeat starts: a child holds a copy of every lock as it was at the fork
+        forked = start_shards(shards, run_shard)
+        with leases if leases is not None else contextlib.nullcontext():
+            for shard in forked.local:
+                _run_threads(shard, work, threads, per_key, done, clock, results)
+            forked.collect(results, done, lambda host, error: HostOutcome(host, False, error=error))
+    else:
+        with leases if leases is not None else contextlib.nullcontext():
+            _run_threads(jobs, work, workers, per_key, done, clock, results)
+    return {host: results[host] for host in hosts}
+
+
+def _run_threads(jobs: list[tuple[str, Any, Hashable]], work: Callable[[str, Any], Any], workers: int, per_key: int,
+                 on_done: Callable[[HostOutcome], None], clock: Callable[[], float],
+                 results: dict[str, HostOutcome]) -> None:
+    """:func:`run_batch`'s thread pool over ``jobs`` (``(host, item, key)``), outcomes into ``results``."""
+    pending = deque(jobs)
+    running: dict[Hashable, int] = {}
     lock = threading.Condition()
     start = clock()
 
@@ -120,17 +162,14 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
                 results[host] = outcome
                 running[k] -= 1
                 lock.notify_all()
-            if on_done is not None:
-                on_done(outcome)
+            on_done(outcome)
 
     count = max(1, min(int(workers), len(pending)))
     threads = [threading.Thread(target=worker, name="symphony-fleet-%d" % i, daemon=True) for i in range(count)]
-    with leases if leases is not None else contextlib.nullcontext():
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    return {host: results[host] for host in hosts}
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 # The modules' side: the fleet options documented in doc_fragments/fleet.py, on top of _redfish.argspec's.
@@ -153,7 +192,7 @@ def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS)
     ``symphony.cluster.fleet``).
 
     Returns a new dict: the one BMC connection spec (``_redfish.argspec.bmc_connection_argument_spec``),
-    ``bmc_map`` and ``workers`` (default ``workers`` threads), with ``twin_batch`` also
+    ``bmc_map``, ``workers`` (default ``workers`` threads) and ``processes`` (default None: one per core), with ``twin_batch`` also
     ``nodes``/``twin``/``hosts``/``sku_dir``/``max_concurrency``/``per_bmc``/``registry_dir`` (fragment
     ``symphony.cluster.fleet.TWIN_BATCH``), then the module's own ``options`` (name -> spec), which may
     not redefine a shared one.  Raises :class:`ValueError` if one does.
@@ -161,6 +200,7 @@ def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS)
     spec = bmc_connection_argument_spec()
     spec["bmc_map"] = {"type": "path"}
     spec["workers"] = {"type": "int", "default": workers}
+    spec["processes"] = {"type": "int"}
     if twin_batch:
         spec.update((name, dict(option)) for name, option in _TWIN_BATCH_SPEC.items())
     options = options or {}

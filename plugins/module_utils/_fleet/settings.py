@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .._core.errors import ValidationError
-from .batch import DEFAULT_PER_BMC, DEFAULT_WORKERS
+from .batch import DEFAULT_PER_BMC, DEFAULT_WORKERS, default_processes
 
 
 @dataclass
@@ -33,6 +33,7 @@ class BmcFleetSettings:
     read_timeout: float = 30.0
     retries: int = 2
     workers: int = DEFAULT_WORKERS
+    processes: int = 1
     per_bmc: int = DEFAULT_PER_BMC
     max_concurrency: int = 4
     bmc_map: Optional[str] = None
@@ -65,12 +66,14 @@ def connection_kwargs(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def fleet_settings_kwargs(params: Mapping[str, Any], workers: int = DEFAULT_WORKERS) -> dict[str, Any]:
     """The :class:`BmcFleetSettings` fields but ``ledger`` from module params (``fleet_argument_spec``
-    names), a missing or empty value taking the default (``workers`` threads).  Returns a dict.
-    Raises :class:`ValidationError` naming the option when ``workers``, ``per_bmc`` or ``max_concurrency`` is
-    below 1."""
+    names), a missing or empty value taking the default (``workers`` threads; ``processes``:
+    ``_fleet.batch.default_processes()``, one per core or ``$SYMPHONY_FLEET_PROCESSES``).  Returns a dict.
+    Raises :class:`ValidationError` naming the option when ``workers``, ``processes``, ``per_bmc`` or
+    ``max_concurrency`` is below 1."""
     return dict(
         connection_kwargs(params),
-        workers=_count(params, "workers", workers), per_bmc=_count(params, "per_bmc", DEFAULT_PER_BMC),
+        workers=_count(params, "workers", workers), processes=_count(params, "processes", default_processes()),
+        per_bmc=_count(params, "per_bmc", DEFAULT_PER_BMC),
         max_concurrency=_count(params, "max_concurrency", 4), bmc_map=params.get("bmc_map"),
         optional=tuple(params.get("optional") or ()), registry_dir=params.get("registry_dir"),
     )

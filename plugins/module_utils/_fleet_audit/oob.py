@@ -21,11 +21,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .._core.errors import SymphonyError
 from .._core.fwplan import MISSING, build_plan
-from .._core.gate import Outcome, new_run_id, not_run
+from .._core.gate import BLOCKED, Outcome, new_run_id, not_run
 from .._core.leases import NodeLeases
 from .._core.secrets import scrub
 from .._core.sku import load_skus
-from .._fleet.batch import run_batch
+from .._fleet.batch import run_batch, worker_lost
 from .._fleet.bmcmap import load_bmc_map, map_secrets
 from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
@@ -139,15 +139,21 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
     leases = NodeLeases(params["ledger"], params.get("run_id") or new_run_id("audit"), "fleet_audit") \
         if params.get("ledger") else None
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                         key=lambda it: it["url"] or id(it), leases=leases)
+                         key=lambda it: it["url"] or id(it), leases=leases, processes=settings.processes)
     checks: Dict[str, List[Dict[str, Any]]] = {}
     summary: Dict[str, int] = {}
-    for host, _item in items:
+    for host, item in items:
         o = outcomes[host]
         why = ("another run holds the node: %s" if o.error.get("error") == "LeaseError" else
                "internal error reading the BMC: %s") % o.error.get("msg") if not o.ok else ""
         found = o.value if o.ok else {name: not_run(why) for name in ("firmware_drift", "bios_drift")}
-        checks[host] = scrub([_check(name, outcome) for name, outcome in found.items()], secrets)
+        if worker_lost(o):
+            # its worker process died: nothing is known, so blocked with the reason (never a pass, never dropped)
+            found = {name: Outcome(BLOCKED, o.error["msg"]) for name in ("firmware_drift", "bios_drift")}
+        # what a node's read found can hold only the credentials its own client was given (and a lease holder's
+        # or an internal error's words, scrubbed of every password); one node's password per string, not the map's
+        mine = [settings.password, (item["entry"] or {}).get("password")] if o.ok else secrets
+        checks[host] = scrub([_check(name, outcome) for name, outcome in found.items()], mine)
         for c in checks[host]:
             summary[c["status"]] = summary.get(c["status"], 0) + 1
     return {"changed": False, "checks": checks, "summary": summary, "wall_s": round(time.monotonic() - started, 3)}

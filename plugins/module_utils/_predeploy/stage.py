@@ -32,7 +32,7 @@ from .._core.ledger import Ledger
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
 from .._core.sku import load_skus
-from .._fleet.batch import run_batch
+from .._fleet.batch import run_batch, worker_lost
 from .._fleet.bmcmap import load_bmc_map, map_secrets
 from .._fleet.endpoint import resolve_endpoint
 from .._fleet.nodes import twin_nodes_from_params
@@ -95,6 +95,15 @@ class StageResult(TypedDict):
     warnings: list[str]
     requests: int
     wall_s: float
+
+
+def _scrubbed(obs: Observation, warns: list[str], results: list[CheckResult], verdict: GateVerdict,
+              secrets: list[Optional[str]]) -> tuple[Observation, list[str], list[CheckResult], list[dict[str, Any]], GateVerdict]:
+    """One node's findings with every secret masked (``_core.secrets.scrub``), in the worker that found them, so
+    no password is pickled back from a worker process: ``(obs, warnings, results, results as dicts, verdict)``."""
+    dicts = [scrub(r.to_dict(), secrets) for r in results]
+    verdict.reason = scrub(verdict.reason, secrets)
+    return obs, scrub(list(warns), secrets), [CheckResult.from_dict(d) for d in dicts], dicts, verdict
 
 
 def _compact(result: CheckResult) -> dict[str, Any]:
@@ -162,17 +171,19 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
                                   settings.lease_file, client_factory, reader or audit_reader(item["node"], manifest),
                                   registries)
         results, verdict = judge(item["node"], manifest, obs, run_id, graphs[item["node"]["sku"]], cutoff, now)
-        return obs, warns, results, verdict
+        # a node's findings can hold only the credentials its own client was given: scrubbing each string with
+        # every password of the map cost O(nodes) per string, O(nodes^2) per run (issue 27 profile)
+        return _scrubbed(obs, warns, results, verdict, [settings.password, (item["entry"] or {}).get("password")])
 
     # a run owns its nodes: each is leased in the ledger before its BMC is touched (not in check mode: no ledger)
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
-                         key=lambda item: item["endpoint"]["url"],
+                         key=lambda item: item["endpoint"]["url"], processes=settings.processes,
                          leases=NodeLeases(settings.ledger, run_id, STAGE) if settings.ledger else None)
     all_results: list[CheckResult] = []
     verdicts: dict[str, GateVerdict] = {}
     hosts: dict[str, HostAudit] = {}
     warnings: list[str] = []
-    by_host: dict[str, list[CheckResult]] = {}
+    by_host: dict[str, list[dict[str, Any]]] = {}
     total_requests = 0
     for host, item in items:
         out = outcomes[host]
@@ -181,40 +192,44 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
             hosts[host] = {"gate": BLOCKED, "reason": scrub(out.error["msg"], secrets), "failing": [], "checks": [],
                            "endpoint": item["endpoint"], "requests": 0, "elapsed_s": 0.0}
             continue
+        if worker_lost(out):
+            # nothing is known of the node: blocked with the reason, recorded, never judged on a guess
+            verdicts[host] = GateVerdict(host, STAGE, BLOCKED, scrub(out.error["msg"], secrets))
+            hosts[host] = {"gate": BLOCKED, "reason": verdicts[host].reason, "failing": [], "checks": [],
+                           "endpoint": item["endpoint"], "requests": 0, "elapsed_s": 0.0}
+            by_host[host] = []
+            continue
         if out.ok:
-            obs, warns, results, verdict = out.value
+            obs, warns, results, dicts, verdict = out.value
         else:
             # Only a bug can land here (observe_node handles a node's own failures); judge it anyway so the
             # node ends fail with the reason instead of disappearing.
             obs = Observation(endpoint=item["endpoint"], discovery=item["discovery"], lease_source=settings.lease_file,
                               reachable=(True, ""), errors={"service_root": out.error.get("msg", "error")})
-            warns = []
-            results, verdict = judge(item["node"], manifests[item["node"]["sku"]], obs, run_id,
-                                     graphs[item["node"]["sku"]], cutoff, now)
-        results = [type(r).from_dict(scrub(r.to_dict(), secrets)) for r in results]
-        verdict.reason = scrub(verdict.reason, secrets)
-        warnings.extend("%s: %s" % (host, w) for w in scrub(list(warns), secrets))
+            judged = judge(item["node"], manifests[item["node"]["sku"]], obs, run_id, graphs[item["node"]["sku"]],
+                           cutoff, now)
+            obs, warns, results, dicts, verdict = _scrubbed(obs, [], judged[0], judged[1], secrets)
+        warnings.extend("%s: %s" % (host, w) for w in warns)
         total_requests += obs.requests
         all_results.extend(results)
-        by_host[host] = results
+        by_host[host] = dicts
         verdicts[host] = verdict
         entry: HostAudit = {"gate": verdict.status, "reason": verdict.reason, "failing": verdict.failing,
                             "checks": [_compact(r) for r in results], "endpoint": item["endpoint"],
                             "requests": obs.requests, "elapsed_s": round(obs.elapsed_s, 3)}
         if return_details:
-            entry["results"] = [r.to_dict() for r in results]
+            entry["results"] = dicts
         hosts[host] = entry
 
     own_ledger = None
-    rows = dispatch_rows(nodes, {h: {"gate": verdicts[h].to_dict(),
-                                     "results": [r.to_dict() for r in by_host[h]]}
-                                 for h in verdicts}, STAGE)
+    rows = dispatch_rows(nodes, {h: {"gate": verdicts[h].to_dict(), "results": by_host[h]} for h in verdicts}, STAGE)
     dispatch = {"rows": len(rows), "items": rows}
     if ledger is None and settings.ledger:
         ledger = own_ledger = ThreadLedger(settings.ledger)
     try:
-        if ledger is not None and all_results:
-            ledger.record_results(all_results)
+        if ledger is not None and verdicts:
+            if all_results:
+                ledger.record_results(all_results)  # the whole batch's check rows in one transaction
             for host, verdict in verdicts.items():
                 ledger.record_gate(verdict, run_id)
         if settings.dispatch_dir:

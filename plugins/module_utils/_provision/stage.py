@@ -33,10 +33,12 @@ from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from .._core.errors import SymphonyError, ValidationError
 from .._core.gate import (
+    BLOCKED,
     FAIL,
     NOT_RUN,
     PASS,
     CheckResult,
+    GateVerdict,
     Outcome,
     compute_gate,
     derive_blocked,
@@ -50,7 +52,7 @@ from .._core.ledger import default_ledger_path
 from .._core.ledger_writer import ThreadLedger
 from .._core.secrets import scrub
 from .._core.sku import load_skus
-from .._fleet.batch import run_batch
+from .._fleet.batch import run_batch, worker_lost
 from .._fleet.bmcmap import load_bmc_map, map_secrets
 from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
@@ -229,7 +231,10 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
                              workers=settings.workers, per_key=settings.per_bmc,
                              key=lambda it: it["endpoint"]["url"],
                              # a run owns its nodes: leased before a BMC is touched (the same run_id in every phase)
-                             leases=NodeLeases(settings.ledger, run_id, STAGE) if own is not None else None)
+                             leases=NodeLeases(settings.ledger, run_id, STAGE) if own is not None else None,
+                             # the read-only plan (firmware_plan) spreads over processes; the phases that write
+                             # to BMCs and the ledger wait on BMC tasks, not on the CPU, and stay in this process
+                             processes=settings.processes if phase == "plan" or check_mode else 1)
     finally:
         if own is not None:
             own.close()
@@ -241,6 +246,10 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
     for host, _item in items:
         o = outcomes[host]
         entry = o.value if o.ok else {"error": o.error.get("msg"), "results": [], "writes": 0}
+        if worker_lost(o):
+            # its worker process died: nothing is known of the node, so it is blocked with the reason
+            entry["status"] = BLOCKED
+            entry["gate"] = GateVerdict(host, STAGE, BLOCKED, o.error["msg"]).to_dict()
         entry = scrub(entry, secrets)
         warnings.extend("%s: %s" % (host, w) for w in entry.pop("warnings", []))
         lines.extend(entry.get("lines", []))

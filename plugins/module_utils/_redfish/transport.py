@@ -48,6 +48,7 @@ except ImportError as _imp_err:  # reported by the caller with missing_required_
 
 from .._core.errors import RedfishError
 from .errors import RedfishConnectionError, RedfishHTTPError, RedfishInvalidResponse, RedfishTimeout, http_error
+from .fastpath import ReuseSession, decode_body
 from .registries import MessageRegistries
 from .settings import ClientSettings
 
@@ -174,12 +175,16 @@ def _connector(url: str, keep_alive: bool = False, pool_size: int = 4, **kwargs:
     and CA-bundle environment on every request (``trust_env``); here it is read once:
     the proxies for this BMC's URL (``no_proxy`` honoured) go into the session and
     ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` apply when ``verify`` is plain True,
-    as requests would do.
+    as requests would do.  The session is a :class:`.fastpath.ReuseSession` (plain GETs skip
+    requests' per-request merging, :mod:`.fastpath`).
     """
     if kwargs.get("verify", True) is True:
         kwargs["verify"] = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
     conn = sushy_connector.Connector(url, **kwargs)
-    session = conn._session
+    session = ReuseSession()
+    session.headers.update(conn._session.headers)
+    session.adapters.update(conn._session.adapters)  # sushy's TLS adapter, when it mounted one
+    conn._session = session
     session.proxies.update(requests.utils.get_environ_proxies(url))
     session.trust_env = False
     if keep_alive:
@@ -289,16 +294,13 @@ class Transport:
         return p.path + ("?" + p.query if p.query else "")
 
     def _wrap_response(self, rsp: Any) -> RedfishResponse:
-        body = None
-        try:
-            text = rsp.text or ""
-        except Exception:  # noqa: BLE001 - an undecodable body is shown as empty
-            text = ""
-        if text.strip():
+        body = decode_body(rsp)
+        text = ""
+        if body is None:
             try:
-                body = json.loads(text)
-            except ValueError:
-                body = None
+                text = rsp.text or ""
+            except Exception:  # noqa: BLE001 - an undecodable body is shown as empty
+                text = ""
         location = rsp.headers.get("Location")
         if location:
             location = self._abs(location)
