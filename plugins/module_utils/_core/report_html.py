@@ -98,9 +98,9 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "".join(out)
 
 
-def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Optional[str] = "") -> str:
+def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Optional[str] = "", mark: str = "") -> str:
     colour = STATUS_COLOURS.get(status or "", "#fff")
-    text = html.escape(status or "—") + ("<br><small>%s</small>" % html.escape(note) if note else "")
+    text = html.escape(status or "—") + "".join("<br><small>%s</small>" % html.escape(n) for n in (note, mark) if n)
     # a result that did not gate is drawn faded, so the eye goes to what closed a gate
     fade = ";opacity:.55" if note else ""
     return '<td class="st" style="background:%s%s" title="%s">%s</td>' % (
@@ -108,7 +108,8 @@ def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Option
 
 
 def _matrix_cell(cell: Dict[str, Any]) -> str:
-    return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
+    return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"),
+                        "TLS unverified" if cell.get("tls_unverified") else "")
 
 
 def plain(value: Any) -> str:
@@ -153,6 +154,12 @@ def render_html(data: Dict[str, Any], title: str = "symphony.cluster handoff rep
                      summary["nodes"], summary["handed_off"],
                      "".join("<span>%s: %d</span>" % (esc(k.replace(":", " ")), v)
                              for k, v in sorted(summary["by_gate"].items()))))
+    unverified = summary.get("tls_unverified") or {}
+    if unverified:
+        parts.append("<p id='tls-unverified'><b>TLS unverified:</b> %d node(s) were read from their BMC with "
+                     "validate_certs=false, so their gates were taken without proof of which BMC answered: %s</p>"
+                     % (len(unverified), esc("; ".join("%s (%s)" % (host, ", ".join(stages))
+                                                       for host, stages in unverified.items()))))
     parts.append(_table(["node", "site", "rack", "U", "serial", "last stage", "gate", "reason"], [
         [esc(r["hostname"]), esc(str(r["site"] or "")), esc(str(r["rack"] or "")), esc(str(r["u"] or "")),
          esc(str(r["serial"] or "")), esc(r["last_stage"] or "—"), _status_cell(r["gate"], r["reason"]),
