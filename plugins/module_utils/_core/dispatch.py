@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import os
+import threading
 import time
 from typing import Any, Iterable, Mapping, Optional
 
@@ -102,9 +103,11 @@ def write_rows(directory: str, name: str, rows: list[Row], **doc: Any) -> dict[s
         os.makedirs(directory, exist_ok=True)
         for ext, text in (("csv", buf.getvalue()), ("json", text_json)):
             path = paths[ext] = os.path.join(directory, "%s.%s" % (name, ext))
-            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+            # a temporary file of this writer's own: every stage refreshes the list, and two runs may at once
+            tmp = "%s.%d.%d.tmp" % (path, os.getpid(), threading.get_ident())
+            with open(tmp, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            os.replace(path + ".tmp", path)
+            os.replace(tmp, path)
     except OSError as exc:
         raise ReportError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
     return paths
