@@ -329,6 +329,40 @@ def s_kill9_rerun(work, base):
         return counts
 
 
+def s_playbook_dies(work, base):
+    """The playbook's side dies, the module lives on (Ansible starts it in its own session): it starts no further
+    node (``interrupted`` events), releases its leases, and a rerun judges every node at its baseline."""
+    with Chaos(work, faults={"*": {"latency_ms": 150}}, baseline=base) as chaos:
+        spec = {"work": str(chaos.work), "bmc_map": str(chaos.map), "run_id": "orphaned", "settings": {"workers": 1}}
+        (chaos.work / "orphaned.json").write_text(json.dumps(spec))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        with open(chaos.work / "orphaned.log", "w") as handle:
+            shell = subprocess.Popen(["/bin/sh", "-c", "%s %s run %s; true" % (sys.executable, __file__,
+                                                                                 chaos.work / "orphaned.json")],
+                                     stdout=handle, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not _leases(chaos, "orphaned"):
+                time.sleep(0.1)
+            time.sleep(0.5)
+            os.kill(shell.pid, signal.SIGKILL)
+            shell.wait()
+            while time.monotonic() < deadline and _leases(chaos, "orphaned"):
+                time.sleep(0.1)   # the orphan finishes the node it is on, then stops and releases
+        ledger = open_ledger(str(chaos.work / "ledger.sqlite"))
+        try:
+            interrupted = [e["node"] for e in ledger.events(kind="interrupted") if e["data"]["run_id"] == "orphaned"]
+        finally:
+            ledger.close()
+        out = chaos.run("after-orphan")
+        counts = chaos.score("playbook_dies", ["orphaned", "after-orphan"])
+        counts["valid"] = bool(interrupted) and _leases(chaos, "orphaned") == 0
+        for host in HOSTS:
+            if out["hosts"][host]["gate"] != base[host]:
+                counts["false_fail"] += 1
+                counts["notes"].append("rerun %s: %s (baseline %s)" % (host, out["hosts"][host]["gate"], base[host]))
+        return counts
+
+
 def s_concurrent(work, base):
     with Chaos(work, faults={"*": {"latency_ms": 40}}, baseline=base) as chaos:
         procs = [spawn(chaos, "conc-%d" % i, "conc-%d.log" % i) for i in range(8)]
@@ -371,6 +405,7 @@ SCENARIOS = {
     "bmc_reboot_before_run": s_reboot_before_run,
     "bmc_reboot_during_run": s_reboot_during_run,
     "kill9_then_rerun": s_kill9_rerun,
+    "playbook_dies": s_playbook_dies,
     "concurrent_8": s_concurrent,
 }
 

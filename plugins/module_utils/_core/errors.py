@@ -73,6 +73,10 @@ class LeaseError(LedgerError):
     """A node is leased by another run; ``details`` name the holder (``run_id``, ``host``, ``pid``, ``stage``)."""
 
 
+class InterruptedRunError(SymphonyError):
+    """The playbook that started this run is gone: the node was not started (``interrupted`` in the ledger)."""
+
+
 class ParseError(SymphonyError):
     """A tool's output could not be parsed; ``where`` names the tool and what was missing."""
 

@@ -258,7 +258,7 @@ def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult],
     ``results`` is a list of :class:`CheckResult` for one node and stage.  Any
     result whose dependency did not pass becomes ``blocked`` naming it; a result
     marked ``blocked`` whose dependencies all passed is an inconsistency and raises
-    :class:`GateError`.  ``recorded``: names of checks whose results come from the
+    :class:`GateError`, unless its evidence names the fault that blocked it (:func:`error_outcome`).  ``recorded``: names of checks whose results come from the
     ledger as an earlier run derived them (their dependencies are not in ``graph``);
     they are kept as they are.  Returns a new list in graph order.
     """
@@ -276,7 +276,8 @@ def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult],
         elif blockers:
             res = CheckResult(**dict(res.to_dict(), status=BLOCKED,
                                      reason="blocked by %s" % ", ".join("%s (%s)" % b for b in blockers)))
-        elif res.status == BLOCKED:
+        elif res.status == BLOCKED and not (res.evidence or {}).get("fault"):
+            # (a check blocked by a fault of its own, a controller or unreachable-BMC one, carries it: error_outcome)
             raise GateError("check %r is blocked but all of its dependencies passed" % name,
                             where="%s/%s" % (res.node, graph.stage))
         statuses[name] = res.status

@@ -64,7 +64,9 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
     worker thread; keep it short and thread-safe).
     ``leases``: this run's :class:`NodeLeases`: every host is leased in the ledger before any work, kept
     (heartbeat) while the batch runs and released after; a host another run holds gets no ``work`` and a
-    not-ok outcome whose ``error`` is the ``LeaseError`` naming the holder.
+    not-ok outcome whose ``error`` is the ``LeaseError`` naming the holder.  Once the playbook that started this
+    process is gone (:meth:`NodeLeases.orphaned`), no further host is started: each gets a not-ok outcome whose
+    ``error`` is ``InterruptedRunError`` and an ``interrupted`` ledger event, and the leases are released.
     Items are started in the given order as far as the per-key cap allows.
     Raises :class:`ValidationError` on duplicate hosts or non-positive limits.
     """
@@ -106,6 +108,9 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
             host, item, k = job
             began = clock()
             try:
+                if leases is not None and leases.orphaned():
+                    # the safe point: between nodes.  The playbook died; start nothing more (a rerun resumes)
+                    raise leases.interrupted_error(host)
                 outcome = HostOutcome(host, True, work(host, item))
             except SymphonyError as exc:
                 outcome = HostOutcome(host, False, error=exc.to_dict())
@@ -130,6 +135,8 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
             thread.start()
         for thread in threads:
             thread.join()
+        if leases is not None:
+            leases.record_interrupted([h for h, o in results.items() if o.error.get("error") == "InterruptedRunError"])
     return {host: results[host] for host in hosts}
 
 

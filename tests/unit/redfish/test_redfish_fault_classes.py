@@ -13,7 +13,8 @@ import requests
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import FAULT_BMC, FAULT_CONTROLLER, \
     FAULT_UNREACHABLE
-from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import BLOCKED, FAIL, error_outcome
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import (
+    BLOCKED, FAIL, CheckGraph, CheckResult, CheckSpec, derive_blocked, error_outcome)
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.errors import (
     RedfishAuthError,
@@ -163,3 +164,12 @@ def test_a_check_that_raises_is_blocked_only_for_faults_not_the_nodes(exc, statu
     assert outcome.status == status
     if status == BLOCKED:
         assert outcome.evidence["fault"] == fault_of(exc) and outcome.remediation
+
+
+def test_a_check_blocked_by_its_own_fault_is_kept_when_blocked_is_derived():
+    # provisioning re-derives blocked from the graph; a BMC that reset every connection made it raise GateError
+    graph = CheckGraph("provisioning", [CheckSpec("inventory_read")])
+    outcome = error_outcome(RedfishConnectionError("cannot connect: reset", where="bmc"))
+    res = CheckResult("n1", "provisioning", "inventory_read", outcome.status, outcome.reason,
+                      remediation=outcome.remediation, evidence=outcome.evidence)
+    assert [r.status for r in derive_blocked(graph, [res])] == [BLOCKED]
