@@ -258,8 +258,8 @@ def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult],
     ``results`` is a list of :class:`CheckResult` for one node and stage.  Any
     result whose dependency did not pass becomes ``blocked`` naming it; a result
     marked ``blocked`` whose dependencies all passed is an inconsistency and raises
-    :class:`GateError`, unless its evidence names the fault that blocked it (:func:`error_outcome`).  ``recorded``: names of checks whose results come from the
-    ledger as an earlier run derived them (their dependencies are not in ``graph``);
+    :class:`GateError`, unless its evidence names the fault that blocked it (:func:`error_outcome`).
+    ``recorded``: names of checks whose results come from the ledger as an earlier run derived them (their dependencies are not in ``graph``);
     they are kept as they are.  Returns a new list in graph order.
     """
     by_name = {r.check: r for r in results}
