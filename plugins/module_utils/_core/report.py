@@ -41,9 +41,10 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
     to order and label rows; nodes only in the ledger are added.
     Returns a JSON-serialisable dict: ``generated``, ``summary`` (``tls_unverified``: ``{node: [stage]}``
     whose current results were read without TLS verification), ``nodes``,
-    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note, tls_unverified}; ``note`` is
-    ``optional`` or ``waived`` for a check that did not pass and did not close the gate; ``tls_unverified``: the
-    result was read from its BMC with validate_certs=false), ``dispatch``,
+    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note, warnings, tls_unverified}; ``note``
+    is ``optional`` or ``waived`` for a check that did not pass and did not close the gate; ``warnings`` the
+    result's fleet-outlier warnings; ``tls_unverified``: the result was read from its BMC with
+    validate_certs=false), ``dispatch``,
     ``firmware``, ``events``, ``charts`` (series pulled from evidence).
     """
     nodes = dict(nodes or {})
@@ -67,11 +68,13 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
                 note = "waived"
             elif verdict.status == "pass":
                 note = "optional"
+        # fleet-outlier warnings (burn-in's thresholds from the fleet): shown, never a status
+        warnings = ((res.evidence or {}).get("fleet") or {}).get("warnings") or []
         # a result read with validate_certs=false says so wherever it is shown (issue 25)
         unverified = bool((res.evidence or {}).get(TLS_UNVERIFIED))
         matrix.setdefault(res.node, {}).setdefault(res.stage, {})[res.check] = {
             "status": res.status, "reason": res.reason, "remediation": res.remediation, "note": note,
-            "tls_unverified": unverified}
+            "warnings": list(warnings), "tls_unverified": unverified}
         if unverified:
             tls_unverified.setdefault(res.node, set()).add(res.stage)
         if res.stage in checks_by_stage and res.check not in checks_by_stage[res.stage]:

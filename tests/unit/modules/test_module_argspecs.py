@@ -18,6 +18,7 @@ MINIMAL = {
     "bios_settings": dict(BMC, attributes={"A": "B"}),
     "bmc_discover": {"lease_file": "/nonexistent", "nodes": []},
     "bmc_sel_scan": {"mode": "check", "hosts": []},
+    "burnin_fleet": {"node": "n1", "sku": "s", "checks": []},
     "burnin_run": {"node": "n1", "manifest": {}},
     "cluster_validate": {"nodes": ["n1"], "script": "/x", "log_dir": "/x", "targets": [], "dest": "/x"},
     "fabric_test": {"nodes": ["n1"]},
