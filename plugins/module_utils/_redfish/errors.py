@@ -8,8 +8,9 @@ unreachable (:class:`RedfishConnectionError`), too slow (:class:`RedfishTimeout`
 (:class:`RedfishAuthError`), an HTTP error answer with its ``@Message.ExtendedInfo``
 (:class:`RedfishHTTPError`, :class:`RedfishInvalidResponse`), a failed task
 (:class:`RedfishTaskError`) and a resource that lacks what it must hold (:class:`RedfishIncomplete`).
-:class:`RedfishControllerError` is the controller's own fault (TLS trust, a missing CA file, DNS, a missing
-credential or map file): the BMC was never asked, so it is never the node's ``fail`` nor a technician's dispatch.
+:class:`RedfishControllerError` is the controller's own fault (TLS trust, a missing CA file, DNS): the BMC never
+answered, so it is never the node's ``fail`` nor a technician's dispatch (a missing credential or map file stops
+the whole run first).
 
 Every error has a ``fault`` class (:data:`FAULT_CONTROLLER`, :data:`FAULT_UNREACHABLE`, :data:`FAULT_BMC`) that
 the stages' judges map to a verdict (:func:`fault_of`, :func:`fault_remedy`): controller -> ``blocked`` with a
@@ -32,10 +33,9 @@ CONTROLLER_REMEDIES = {
                "cannot be read; fix the path or the file's permissions; nothing to do at the rack",
     "dns": "on the controller: the BMC's name does not resolve; fix the controller's resolver or use the BMC's "
            "address in the twin/BMC map; nothing to do at the rack",
-    "credential": "on the controller: no BMC credential for this node; give username/password (vault/AWX "
-                  "credential) or a BMC map entry with them",
-    "bmc_map": "on the controller: the BMC map file is missing or unreadable; fix bmc_map",
 }
+# (a missing credential or BMC map file is one run-level ValidationError before any BMC is asked:
+# _fleet.settings.require_credentials, _fleet.bmcmap.load_bmc_map)
 
 
 class RedfishConnectionError(RedfishError):
@@ -47,8 +47,7 @@ class RedfishConnectionError(RedfishError):
 class RedfishControllerError(RedfishConnectionError):
     """The controller could not talk to the BMC for a reason of its own: :data:`FAULT_CONTROLLER`.
 
-    ``cause``: a key of :data:`CONTROLLER_REMEDIES` (``tls_trust``, ``ca_file``, ``dns``, ``credential``,
-    ``bmc_map``); ``remedy``: what the operator changes on the controller (default: the cause's remedy).
+    ``cause``: a key of :data:`CONTROLLER_REMEDIES` (``tls_trust``, ``ca_file``, ``dns``); ``remedy``: what the operator changes on the controller (default: the cause's remedy).
     Keyword-only, as community.crypto's ``_acme/errors.py`` builds its errors.
     """
 
