@@ -56,9 +56,19 @@ options:
   retries:
     description:
       - Re-sends after a connection error, a timeout, HTTP 408, 429 or 5xx (GETs; POST/PATCH only when the
-        request was not processed), with exponential backoff or the BMC's C(Retry-After).
+        request was not processed; the login POST too), with exponential backoff (0.5, 1, 2 s) or the BMC's
+        C(Retry-After). A fault that outlives them makes the node C(blocked) "BMC unreachable", never C(fail).
     type: int
-    default: 2
+    default: 3
+  bmc_reboot_timeout_s:
+    description:
+      - Seconds a BMC may take to come back from a reboot. A run's entry check waits this long for a BMC that
+        answers like one still rebooting (its connections reset, or HTTP 503 while its web server starts), e.g.
+        after an interrupted run's firmware update, before the node is C(blocked) "BMC unreachable"; a refused
+        connection is not waited for. Provisioning waits this long for a BMC to come back with its new version
+        after its own update. C(0) makes the entry check not wait.
+    type: float
+    default: 900
 """
 
     SINGLE_BMC = r"""

@@ -50,10 +50,6 @@ options:
     description: Seconds to follow one Redfish update task.
     type: float
     default: 1800
-  bmc_reboot_timeout_s:
-    description: Seconds a BMC may take to come back with its new version after its own update.
-    type: float
-    default: 900
   runtime_timeout_s:
     description: Seconds to wait for the ephemeral runtime (default the SKU's C(runtime.boot_timeout_s)).
     type: float
@@ -173,7 +169,6 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "image_dir": {"type": "path"},
     "image_base_url": {"type": "str"},
     "task_timeout_s": {"type": "float", "default": 1800},
-    "bmc_reboot_timeout_s": {"type": "float", "default": 900},
     "runtime_timeout_s": {"type": "float"},
     "runtime_image_url": {"type": "str"},
     "runtime_probe": {"type": "str", "choices": ["ssh", "emulator", "none"], "default": "ssh"},

@@ -86,6 +86,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
         self._task_seq = 0
         self.down_until = 0.0
         self.warm_until = 0.0
+        self._scripted_left = None   # the scripted faults still to fire (built at the first request)
         self.on_schedule = None   # server hook: called with (bmc, due) when an event is queued
         self._post_table = self._post_routes()
         self.reset_stats()
@@ -103,6 +104,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
         eff = faults_for(self._faults_source, self.hostname)
         eff.update(self._fault_overrides)
         self.state.faults = eff
+        self._scripted_left = None
         if "seed" in values:
             self.rng = random.Random(values["seed"])
         self.invalidate()
@@ -172,6 +174,14 @@ class BMC(Actions, FirmwareUpdates, Settings):
         delay = 0.0
         if faults["latency_ms"] or faults["latency_jitter_ms"]:
             delay = (faults["latency_ms"] + self.rng.uniform(0, faults["latency_jitter_ms"])) / 1000.0
+        scripted = self._scripted(method, path)
+        if scripted == "reset":
+            self.stats["injected_resets"] += 1
+            return Reply(0, abort=True, delay=delay)
+        if scripted:
+            self.stats["injected_errors"] += 1
+            return Reply(int(scripted), b"<html><body><h1>%s</h1></body></html>" % scripted.encode(),
+                         {"Content-Type": "text/html"}, delay=delay)
         if faults["reset_rate"] and self.rng.random() < faults["reset_rate"]:
             self.stats["injected_resets"] += 1
             return Reply(0, abort=True, delay=delay)
@@ -191,6 +201,19 @@ class BMC(Actions, FirmwareUpdates, Settings):
             self.stats["injected_malformed"] += 1
             reply.body = reply.body[: max(1, len(reply.body) // 2)]
         return reply
+
+    def _scripted(self, method, path):
+        """The kind (``reset``, ``500``, ``503``) of the first ``scripted`` fault matching this request, used up
+        one ``times`` at a time; None when none matches."""
+        pending = self._scripted_left
+        if pending is None:
+            pending = self._scripted_left = [dict(item, times=item.get("times", 1))
+                                             for item in self.state.faults.get("scripted") or []]
+        for item in pending:
+            if item["times"] > 0 and path.startswith(item["path"]) and item.get("method", method) == method:
+                item["times"] -= 1
+                return item["kind"]
+        return None
 
     # ------------------------------------------------------------------ control endpoint
     def _control(self, method, path, body):

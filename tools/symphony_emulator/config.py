@@ -74,6 +74,9 @@ FAULT_DEFAULTS = {
     "require_transfer_protocol": False,  # SimpleUpdate without TransferProtocol -> 400
     "expand_max_levels": 2,       # $expand MaxLevels advertised and served (Supermicro X13: 2); 0 = no $expand
     "seed": None,                 # RNG seed for the rates above (None: from the hostname)
+    # one-shot faults, in order: [{method, path (prefix), kind: reset|500|503, times}]: the next ``times``
+    # requests matching method+path get ``kind`` (one TCP reset on the login, one 500 on a SEL page: issue 25)
+    "scripted": [],
 }
 
 _RATE = {"type": "number", "minimum": 0, "maximum": 1}
@@ -88,6 +91,10 @@ _FAULT_OBJECT = {
         "slow_firmware_inventory_ms": _NONNEG, "task_duration_s": _NONNEG, "bmc_reboot_s": _NONNEG,
         "bmc_warmup_s": _NONNEG, "host_boot_s": _NONNEG, "require_transfer_protocol": {"type": "boolean"},
         "expand_max_levels": {"type": "integer", "minimum": 0, "maximum": 6}, "seed": {"type": ["integer", "null"]},
+        "scripted": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["path", "kind"],
+            "properties": {"method": {"type": "string"}, "path": {"type": "string"},
+                           "kind": {"enum": ["reset", "500", "503"]}, "times": {"type": "integer", "minimum": 1}}}},
     },
 }
 

@@ -14,10 +14,11 @@ import csv
 import io
 import json
 import os
+import threading
 import time
 from typing import Any, Iterable, Mapping, Optional
 
-from .errors import ReportError
+from .errors import FAULT_CONTROLLER, ReportError
 from .gate import PASS, STAGES
 
 
@@ -30,16 +31,28 @@ def gate_rows(twin: Mapping[str, Any], host: str, stage: str, failing: Iterable[
     """Dispatch rows for one node's closed gate: the checks that closed it.
 
     ``failing``: the verdict's ``failing`` names; ``results``: ``{check: CheckResult dict}``.  A ``fail`` or
-    ``not_run`` among them is the root cause; ``blocked`` ones are listed only when the gate names nothing else.
-    Rows have :data:`DISPATCH_FIELDS`; ``twin`` labels them (site, rack, U, serial).
+    ``not_run`` among them is the root cause; ``blocked`` ones are listed only when the gate names nothing else,
+    and then only the one(s) a fault blocked (``evidence["fault"]``) where there is one.  Only hardware findings
+    reach a technician: a gate blocked by a controller-side fault (TLS trust, CA file, DNS, credentials:
+    ``evidence["fault"] == "controller"``, DESIGN.md "Verdict rules") yields no row; the operator's remedy is in
+    the ledger and the run's output.  Rows have :data:`DISPATCH_FIELDS`; ``twin`` labels them (site, rack, U,
+    serial).
     """
     picked = [results[c] for c in failing if c in results]
     root = [r for r in picked if r["status"] in ("fail", "not_run")]
+    if not root:
+        if any(_fault(r) == FAULT_CONTROLLER for r in results.values()):
+            return []
+        root = [r for r in picked if _fault(r)]
     return [{"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"), "hostname": host,
              "serial": twin.get("serial"), "stage": stage, "check": r["check"], "reason": r["reason"],
              "remediation": r["remediation"] or ("rerun the stage once %s" % r["reason"]
                                                  if r["status"] == "not_run" else "see the reason")}
             for r in root or picked]
+
+
+def _fault(result: Mapping[str, Any]) -> Optional[str]:
+    return (result.get("evidence") or {}).get("fault")
 
 
 def sort_rows(rows: list[Row]) -> list[Row]:
@@ -90,9 +103,11 @@ def write_rows(directory: str, name: str, rows: list[Row], **doc: Any) -> dict[s
         os.makedirs(directory, exist_ok=True)
         for ext, text in (("csv", buf.getvalue()), ("json", text_json)):
             path = paths[ext] = os.path.join(directory, "%s.%s" % (name, ext))
-            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+            # a temporary file of this writer's own: every stage refreshes the list, and two runs may at once
+            tmp = "%s.%d.%d.tmp" % (path, os.getpid(), threading.get_ident())
+            with open(tmp, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            os.replace(path + ".tmp", path)
+            os.replace(tmp, path)
     except OSError as exc:
         raise ReportError("cannot write the dispatch list: %s" % exc.strerror, where=directory)
     return paths

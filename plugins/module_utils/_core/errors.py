@@ -13,6 +13,14 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 
+# The fault classes of an error (``exc.fault``, set by ``_redfish.errors``): whose fault it is decides the verdict
+# (DESIGN.md "Verdict rules": controller faults are not hardware faults; a transient BMC fault is retried first).
+FAULT_CONTROLLER = "controller"        # TLS trust, CA file, DNS, credentials: blocked, the operator's remedy
+FAULT_UNREACHABLE = "bmc_unreachable"  # a BMC fault that outlived the retries: blocked "BMC unreachable"
+FAULT_BMC = "bmc"                      # the BMC answered and what it said is the finding: the check's own verdict
+NOT_THE_NODES_FAULTS = (FAULT_CONTROLLER, FAULT_UNREACHABLE)
+
+
 class SymphonyError(Exception):
     """Base of every error the collection raises on purpose.
 
@@ -63,6 +71,10 @@ class LedgerError(SymphonyError):
 
 class LeaseError(LedgerError):
     """A node is leased by another run; ``details`` name the holder (``run_id``, ``host``, ``pid``, ``stage``)."""
+
+
+class InterruptedRunError(SymphonyError):
+    """The playbook that started this run is gone: the node was not started (``interrupted`` in the ledger)."""
 
 
 class ParseError(SymphonyError):

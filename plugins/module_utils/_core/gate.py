@@ -18,10 +18,7 @@ import uuid
 from dataclasses import dataclass, field, asdict
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import (
-    GateError,
-    SymphonyError,
-)
+from .errors import FAULT_CONTROLLER, NOT_THE_NODES_FAULTS, GateError, SymphonyError
 
 PASS = "pass"
 FAIL = "fail"
@@ -80,6 +77,33 @@ def not_run(reason: str, evidence: Optional[Dict[str, Any]] = None) -> Outcome:
     if not reason:
         raise GateError("a not_run check needs a reason")
     return Outcome(NOT_RUN, reason, None, None, "", evidence or {})
+
+
+# The evidence key of a result read from a BMC without TLS verification (validate_certs=false): every ledger row
+# such a run wrote carries it and the handoff report marks it (DESIGN.md "Security": an explicit opt-out warns).
+TLS_UNVERIFIED = "tls_unverified"
+
+
+def mark_unverified(evidence: Optional[Dict[str, Any]], verified: bool) -> Dict[str, Any]:
+    """``evidence`` (a new dict) with :data:`TLS_UNVERIFIED` set when the BMC was read with ``verified`` False."""
+    out = dict(evidence or {})
+    if not verified:
+        out[TLS_UNVERIFIED] = True
+    return out
+
+
+def error_outcome(exc: SymphonyError) -> Outcome:
+    """The outcome of a check that raised ``exc``: ``blocked`` with its remedy when ``exc.fault`` is a controller
+    fault or a BMC that stayed unreachable (``_redfish.errors``: never a hardware ``fail``, DESIGN.md "Verdict
+    rules"), else ``fail`` with the error's message.  ``evidence["fault"]`` keeps the class."""
+    fault = getattr(exc, "fault", None)
+    if fault in NOT_THE_NODES_FAULTS:
+        what = "a controller-side fault, not the node's" if fault == FAULT_CONTROLLER else "BMC unreachable"
+        return Outcome(BLOCKED, "%s: %s" % (what, exc), remediation=getattr(exc, "remedy", "") or
+                       "rerun the stage once the BMC answers; reset it (Manager.Reset) if it stays unreachable",
+                       evidence={"fault": fault})
+    return Outcome(FAIL, str(exc), remediation=getattr(exc, "remediation", "") or
+                   "investigate the error above and rerun the stage")
 
 
 @dataclass
@@ -192,8 +216,8 @@ class CheckGraph:
         ``functions`` maps check name to ``callable(context) -> Outcome``.  A check
         whose dependency did not pass is ``blocked`` naming that dependency and is
         not called.  A :class:`SymphonyError` raised by a check function makes that
-        check ``fail`` with the error's message (the node goes on; other nodes are
-        unaffected); any other exception is an internal error of that check: it fails with the
+        check ``fail`` with the error's message, or ``blocked`` for a controller or unreachable-BMC fault
+        (:func:`error_outcome`; the node goes on; other nodes are unaffected); any other exception is an internal error of that check: it fails with the
         traceback in its evidence, and the node's other checks still run.  A check with no
         function is ``not_run``.
         """
@@ -210,8 +234,7 @@ class CheckGraph:
                 try:
                     outcome = functions[name](context)
                 except SymphonyError as exc:
-                    outcome = Outcome(FAIL, str(exc), remediation=getattr(exc, "remediation", "") or
-                                      "investigate the error above and rerun the stage")
+                    outcome = error_outcome(exc)
                 except Exception as exc:  # a bug in one check (issue 16: one "N/A" threshold) is not the node's
                     outcome = Outcome(FAIL, "internal error in check %s: %s: %s" % (name, type(exc).__name__, exc),
                                       remediation="a bug in this check; report it with the traceback in the evidence",
@@ -235,8 +258,8 @@ def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult],
     ``results`` is a list of :class:`CheckResult` for one node and stage.  Any
     result whose dependency did not pass becomes ``blocked`` naming it; a result
     marked ``blocked`` whose dependencies all passed is an inconsistency and raises
-    :class:`GateError`.  ``recorded``: names of checks whose results come from the
-    ledger as an earlier run derived them (their dependencies are not in ``graph``);
+    :class:`GateError`, unless its evidence names the fault that blocked it (:func:`error_outcome`).
+    ``recorded``: names of checks whose results come from the ledger as an earlier run derived them (their dependencies are not in ``graph``);
     they are kept as they are.  Returns a new list in graph order.
     """
     by_name = {r.check: r for r in results}
@@ -253,7 +276,8 @@ def derive_blocked(graph: CheckGraph, results: Sequence[CheckResult],
         elif blockers:
             res = CheckResult(**dict(res.to_dict(), status=BLOCKED,
                                      reason="blocked by %s" % ", ".join("%s (%s)" % b for b in blockers)))
-        elif res.status == BLOCKED:
+        elif res.status == BLOCKED and not (res.evidence or {}).get("fault"):
+            # (a check blocked by a fault of its own, a controller or unreachable-BMC one, carries it: error_outcome)
             raise GateError("check %r is blocked but all of its dependencies passed" % name,
                             where="%s/%s" % (res.node, graph.stage))
         statuses[name] = res.status

@@ -9,6 +9,11 @@ the ledger first; the lease names the holder (run id, host, pid, stage) and expi
 it, so a holder that vanished (power loss, another host's crash) frees the node after ``ttl_s``.  A holder on this
 host whose process is gone frees it at once.  Another run on a leased node waits up to ``wait_s``, then stops for
 that node with :class:`LeaseError` naming the holder.
+
+A module whose playbook died keeps running (Ansible starts it in a session of its own, so ``kill -9`` of the
+playbook's process group misses it): :meth:`NodeLeases.orphaned` sees its parent processes gone, the fleet batch
+starts no further node (``interrupted`` in the ledger, :meth:`NodeLeases.record_interrupted`) and the leases are
+released, so a rerun resumes at once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .errors import LeaseError, LedgerError
+from .errors import InterruptedRunError, LeaseError, LedgerError
 from .ledger import Ledger, open_ledger
 
 # Seconds a lease lives without a heartbeat; the heartbeat renews it every third of that.  Long enough that a
@@ -34,6 +39,22 @@ def holder_words(lease: Dict[str, Any], now: Optional[float] = None) -> str:
     return "run %s on host %s pid %s (stage %s), heartbeat %.0f s ago, expires in %.0f s" % (
         lease["run_id"], lease["host"], lease["pid"], lease.get("stage") or "?", now - lease["heartbeat_at"],
         lease["expires_at"] - now)
+
+
+def ancestors(levels: int = 3) -> List[int]:
+    """The pids of this process's parent, grandparent, ... (``levels`` of them, init and the kernel left out), from
+    Linux ``/proc/<pid>/stat`` (field 4, ppid; proc(5)); only the parent where /proc is not there."""
+    out: List[int] = []
+    pid = os.getppid()
+    while pid > 1 and len(out) < levels:
+        out.append(pid)
+        try:
+            with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as handle:
+                # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")"
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
 
 
 class NodeLeases:
@@ -53,6 +74,8 @@ class NodeLeases:
                                        "stage": stage}
         self.ttl_s, self.wait_s, self.poll_s = float(ttl_s), float(wait_s), float(poll_s)
         self.clock, self.sleep = clock, sleep
+        self.parent_pid = os.getppid()
+        self.ancestors = ancestors()
         self.held: List[str] = []
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -79,6 +102,33 @@ class NodeLeases:
         return {node: LeaseError("node %s is leased by %s; not touched by this run (wait for it, or stop that run)"
                                  % (node, holder_words(taken[node])), where=node, details=dict(taken[node]))
                 for node in wanted}
+
+    def orphaned(self) -> bool:
+        """True once the playbook that started this process is gone: the parent pid changed (the kernel hands an
+        orphan to init or a subreaper) or a recorded ancestor (the AnsiballZ shell, Ansible's worker) exited."""
+        if os.getppid() != self.parent_pid:
+            return True
+        for pid in self.ancestors:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:  # alive, another user's
+                continue
+        return False
+
+    def interrupted_error(self, node: str) -> InterruptedRunError:
+        """The error of a node this run did not start because its playbook died (run id, pid in ``details``)."""
+        return InterruptedRunError("run %s (pid %d) stopped before %s: the playbook that started it is gone; rerun "
+                                   "the stage" % (self.run_id, os.getpid(), node), where=node,
+                                   details={"run_id": self.run_id, "pid": os.getpid()})
+
+    def record_interrupted(self, nodes: Sequence[str]) -> None:
+        """Record an ``interrupted`` ledger event for each of ``nodes`` (not started; no result, no gate)."""
+        if nodes:
+            self._with_ledger(lambda led: [led.record_event(node, "interrupted", {
+                "run_id": self.run_id, "stage": self.holder["stage"], "pid": os.getpid(),
+                "reason": "the playbook that started the run is gone; the node was not started"}) for node in nodes])
 
     def _beat(self) -> None:
         while not self._stop.wait(self.ttl_s / 3.0):

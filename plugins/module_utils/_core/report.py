@@ -16,7 +16,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from .gate import STAGES, CheckResult
+from .gate import STAGES, TLS_UNVERIFIED, CheckResult
 from .ledger import Ledger
 from .report_html import render_html
 # write_dispatch_latest: the handoff_report module writes the list beside the report through this module
@@ -39,10 +39,12 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
 
     ``nodes``: ``{hostname: twin node dict}`` (site, rack, u, serial, sku, spare)
     to order and label rows; nodes only in the ledger are added.
-    Returns a JSON-serialisable dict: ``generated``, ``summary``, ``nodes``,
-    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note, warnings}; ``note`` is ``optional``
-    or ``waived`` for a check that did not pass and did not close the gate; ``warnings`` the result's fleet-outlier
-    warnings), ``dispatch``,
+    Returns a JSON-serialisable dict: ``generated``, ``summary`` (``tls_unverified``: ``{node: [stage]}``
+    whose current results were read without TLS verification), ``nodes``,
+    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note, warnings, tls_unverified}; ``note``
+    is ``optional`` or ``waived`` for a check that did not pass and did not close the gate; ``warnings`` the
+    result's fleet-outlier warnings; ``tls_unverified``: the result was read from its BMC with
+    validate_certs=false), ``dispatch``,
     ``firmware``, ``events``, ``charts`` (series pulled from evidence).
     """
     nodes = dict(nodes or {})
@@ -54,6 +56,7 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
         nodes.setdefault(node, {"hostname": node})
 
     matrix: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    tls_unverified: Dict[str, set] = {}
     checks_by_stage: Dict[str, List[str]] = {s: [] for s in STAGES}
     for res in results:
         verdict = gates.get(res.node, {}).get(res.stage)
@@ -67,9 +70,13 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
                 note = "optional"
         # fleet-outlier warnings (burn-in's thresholds from the fleet): shown, never a status
         warnings = ((res.evidence or {}).get("fleet") or {}).get("warnings") or []
+        # a result read with validate_certs=false says so wherever it is shown (issue 25)
+        unverified = bool((res.evidence or {}).get(TLS_UNVERIFIED))
         matrix.setdefault(res.node, {}).setdefault(res.stage, {})[res.check] = {
             "status": res.status, "reason": res.reason, "remediation": res.remediation, "note": note,
-            "warnings": list(warnings)}
+            "warnings": list(warnings), "tls_unverified": unverified}
+        if unverified:
+            tls_unverified.setdefault(res.node, set()).add(res.stage)
         if res.stage in checks_by_stage and res.check not in checks_by_stage[res.stage]:
             checks_by_stage[res.stage].append(res.check)
 
@@ -110,7 +117,8 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
         by_gate[key] = by_gate.get(key, 0) + 1
         if row["last_stage"] == "cluster_validation" and row["gate"] == "pass":
             handed_off += 1
-    summary = {"nodes": len(rows), "by_gate": by_gate, "handed_off": handed_off}
+    summary = {"nodes": len(rows), "by_gate": by_gate, "handed_off": handed_off,
+               "tls_unverified": {host: sorted(stages) for host, stages in sorted(tls_unverified.items())}}
 
     return {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -110,11 +110,14 @@ def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Option
 
 def _matrix_cell(cell: Dict[str, Any]) -> str:
     warnings = cell.get("warnings") or []
-    if not warnings:
-        return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
-    # a fleet outlier is marked but keeps its status colour: the SKU's floor decided the verdict
-    reason = "%s | fleet: %s" % (cell.get("reason") or "", "; ".join(warnings))
-    return _status_cell(cell.get("status"), reason, cell.get("note"), "⚠ fleet outlier")
+    reason, marks = cell.get("reason"), []
+    if warnings:
+        # a fleet outlier is marked but keeps its status colour: the SKU's floor decided the verdict
+        reason = "%s | fleet: %s" % (reason or "", "; ".join(warnings))
+        marks.append("⚠ fleet outlier")
+    if cell.get("tls_unverified"):
+        marks.append("TLS unverified")
+    return _status_cell(cell.get("status"), reason, cell.get("note"), "; ".join(marks))
 
 
 def plain(value: Any) -> str:
@@ -159,6 +162,12 @@ def render_html(data: Dict[str, Any], title: str = "symphony.cluster handoff rep
                      summary["nodes"], summary["handed_off"],
                      "".join("<span>%s: %d</span>" % (esc(k.replace(":", " ")), v)
                              for k, v in sorted(summary["by_gate"].items()))))
+    unverified = summary.get("tls_unverified") or {}
+    if unverified:
+        parts.append("<p id='tls-unverified'><b>TLS unverified:</b> %d node(s) were read from their BMC with "
+                     "validate_certs=false, so their gates were taken without proof of which BMC answered: %s</p>"
+                     % (len(unverified), esc("; ".join("%s (%s)" % (host, ", ".join(stages))
+                                                       for host, stages in unverified.items()))))
     parts.append(_table(["node", "site", "rack", "U", "serial", "last stage", "gate", "reason"], [
         [esc(r["hostname"]), esc(str(r["site"] or "")), esc(str(r["rack"] or "")), esc(str(r["u"] or "")),
          esc(str(r["serial"] or "")), esc(r["last_stage"] or "—"), _status_cell(r["gate"], r["reason"]),

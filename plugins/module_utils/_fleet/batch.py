@@ -77,7 +77,9 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
     worker thread, or the calling thread with processes; keep it short and thread-safe).
     ``leases``: this run's :class:`NodeLeases`: every host is leased in the ledger before any work, kept
     (heartbeat) while the batch runs and released after; a host another run holds gets no ``work`` and a
-    not-ok outcome whose ``error`` is the ``LeaseError`` naming the holder.
+    not-ok outcome whose ``error`` is the ``LeaseError`` naming the holder.  Once the playbook that started this
+    process is gone (:meth:`NodeLeases.orphaned`), no further host is started: each gets a not-ok outcome whose
+    ``error`` is ``InterruptedRunError`` and an ``interrupted`` ledger event, and the leases are released.
     ``processes``: worker processes (:mod:`.pool`; see :func:`default_processes`) sharing the ``workers``
     threads, all items of one key in one process; 1, or where ``fork`` is missing, runs everything here.  The
     outcomes are the same either way (``value`` as pickled back), but for a host whose worker process died:
@@ -110,18 +112,28 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
         forked = start_shards(shards, run_shard)
         with leases if leases is not None else contextlib.nullcontext():
             for shard in forked.local:
-                _run_threads(shard, work, threads, per_key, done, clock, results)
+                _run_threads(shard, work, threads, per_key, done, clock, results, leases)
             forked.collect(results, done, lambda host, error: HostOutcome(host, False, error=error))
+            _record_interrupted(leases, results)
     else:
         with leases if leases is not None else contextlib.nullcontext():
-            _run_threads(jobs, work, workers, per_key, done, clock, results)
+            _run_threads(jobs, work, workers, per_key, done, clock, results, leases)
+            _record_interrupted(leases, results)
     return {host: results[host] for host in hosts}
+
+
+def _record_interrupted(leases: Optional[NodeLeases], results: dict[str, HostOutcome]) -> None:
+    if leases is not None:
+        leases.record_interrupted([h for h, o in results.items() if o.error.get("error") == "InterruptedRunError"])
 
 
 def _run_threads(jobs: list[tuple[str, Any, Hashable]], work: Callable[[str, Any], Any], workers: int, per_key: int,
                  on_done: Callable[[HostOutcome], None], clock: Callable[[], float],
-                 results: dict[str, HostOutcome]) -> None:
-    """:func:`run_batch`'s thread pool over ``jobs`` (``(host, item, key)``), outcomes into ``results``."""
+                 results: dict[str, HostOutcome], leases: Optional[NodeLeases] = None) -> None:
+    """:func:`run_batch`'s thread pool over ``jobs`` (``(host, item, key)``), outcomes into ``results``.
+
+    ``leases`` is checked for an orphaned run between hosts; forked shards get None: their parent is this module
+    process, not the playbook, and the parent stops starting hosts itself."""
     pending = deque(jobs)
     running: dict[Hashable, int] = {}
     lock = threading.Condition()
@@ -148,6 +160,9 @@ def _run_threads(jobs: list[tuple[str, Any, Hashable]], work: Callable[[str, Any
             host, item, k = job
             began = clock()
             try:
+                if leases is not None and leases.orphaned():
+                    # the safe point: between nodes.  The playbook died; start nothing more (a rerun resumes)
+                    raise leases.interrupted_error(host)
                 outcome = HostOutcome(host, True, work(host, item))
             except SymphonyError as exc:
                 outcome = HostOutcome(host, False, error=exc.to_dict())

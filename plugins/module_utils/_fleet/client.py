@@ -17,7 +17,7 @@ def bmc_client(url: str, entry: Mapping[str, Any], settings: BmcFleetSettings,
     """A Redfish client for one BMC: ``factory(url, ...)`` (``RedfishClient``'s signature; default ``RedfishClient``).
 
     ``entry``: the node's BMC map entry (``username``/``password``/``ca_path``/``validate_certs``
-    override ``settings``); timeouts (seconds), retries, the per-BMC request cap and the auth mode come from
+    override ``settings``); timeouts and the reboot wait (seconds), retries, the per-BMC request cap and the auth mode come from
     ``settings``; ``kwargs`` are passed on (``registries``, ``keep_alive``).  The client is not opened.
     """
     verify = settings.validate_certs if entry.get("validate_certs") is None else bool(entry["validate_certs"])
@@ -26,7 +26,8 @@ def bmc_client(url: str, entry: Mapping[str, Any], settings: BmcFleetSettings,
         password=entry.get("password") or settings.password, verify=verify,
         ca_path=entry.get("ca_path") or settings.ca_path, connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout, retries=settings.retries,
-        max_concurrency=settings.max_concurrency, auth=settings.auth, **kwargs)
+        max_concurrency=settings.max_concurrency, auth=settings.auth,
+        reboot_wait_s=settings.bmc_reboot_timeout_s, **kwargs)
 
 
 def close_quietly(client: Any) -> None:

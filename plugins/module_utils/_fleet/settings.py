@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .._core.errors import ValidationError
+from .._redfish.settings import DEFAULT_REBOOT_TIMEOUT_S, DEFAULT_RETRIES
 from .batch import DEFAULT_PER_BMC, DEFAULT_WORKERS, default_processes
 
 
@@ -20,7 +21,8 @@ class BmcFleetSettings:
     connection errors, timeouts, 408/429/5xx; ``workers``: threads of the controller-side pool;
     ``per_bmc``: nodes handled at once behind one BMC endpoint; ``max_concurrency``: Redfish
     requests in flight to one BMC; ``bmc_map``: path of a map file (per-node url/credentials/CA,
-    see :func:`_fleet.bmcmap.load_bmc_map`); ``ledger``: ledger path or None (nothing written);
+    see :func:`_fleet.bmcmap.load_bmc_map`); ``bmc_reboot_timeout_s``: seconds the entry check waits for a BMC
+    still rebooting; ``ledger``: ledger path or None (nothing written);
     ``optional``: checks the gate does not require; ``registry_dir``: Redfish message registries.
     """
 
@@ -31,7 +33,8 @@ class BmcFleetSettings:
     auth: str = "auto"
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
-    retries: int = 2
+    retries: int = DEFAULT_RETRIES
+    bmc_reboot_timeout_s: float = DEFAULT_REBOOT_TIMEOUT_S
     workers: int = DEFAULT_WORKERS
     processes: int = 1
     per_bmc: int = DEFAULT_PER_BMC
@@ -60,7 +63,9 @@ def connection_kwargs(params: Mapping[str, Any]) -> dict[str, Any]:
         "username": params.get("username"), "password": params.get("password"),
         "validate_certs": params.get("validate_certs", True), "ca_path": params.get("ca_path"),
         "auth": params.get("auth") or "auto", "connect_timeout": params.get("connect_timeout") or 5.0,
-        "read_timeout": params.get("read_timeout") or 30.0, "retries": params.get("retries", 2),
+        "read_timeout": params.get("read_timeout") or 30.0, "retries": DEFAULT_RETRIES if params.get("retries") is None else params["retries"],
+        "bmc_reboot_timeout_s": DEFAULT_REBOOT_TIMEOUT_S if params.get("bmc_reboot_timeout_s") is None
+        else params["bmc_reboot_timeout_s"],
     }
 
 

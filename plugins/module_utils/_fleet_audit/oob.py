@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .._core.errors import SymphonyError
 from .._core.fwplan import MISSING, build_plan
-from .._core.gate import BLOCKED, Outcome, new_run_id, not_run
+from .._core.gate import BLOCKED, Outcome, mark_unverified, new_run_id, not_run
 from .._core.leases import NodeLeases
 from .._core.secrets import scrub
 from .._core.sku import load_skus
@@ -129,7 +129,10 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
         try:
             client = bmc_client(item["url"], item["entry"], settings, client_factory)
             client.open()
-            return judge_node(read_inventory(client, sections=SECTIONS), item["manifest"])
+            judged = judge_node(read_inventory(client, sections=SECTIONS), item["manifest"])
+            for outcome in judged.values():
+                outcome.evidence = mark_unverified(outcome.evidence, getattr(client, "tls_verified", True))
+            return judged
         except SymphonyError as exc:
             reason = "BMC %s not read: %s" % (item["url"], exc)
             return {"firmware_drift": not_run(reason), "bios_drift": not_run(reason)}

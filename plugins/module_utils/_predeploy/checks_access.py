@@ -7,11 +7,28 @@ service root, login and the inventory read.  Each is ``(AuditContext) -> Outcome
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from .._core.gate import Outcome, failed, not_run, passed
+from .._core.gate import BLOCKED, Outcome, failed, not_run, passed
+from .._redfish.errors import FAULT_CONTROLLER
 from .graph import AuditContext
 from .parts import incomplete_for
+
+
+def fault_blocked(ctx: AuditContext, step: str, what: str) -> Optional[Outcome]:
+    """``blocked`` for a step whose error was the controller's own (TLS trust, CA file, DNS: its controller-side
+    remedy) or a BMC that stayed unreachable after the retries ("BMC unreachable"), else None: neither is a
+    hardware finding, so never the node's ``fail`` (DESIGN.md "Verdict rules").  ``evidence["fault"]`` keeps the
+    class for the dispatch list, which leaves controller faults out."""
+    fault = ctx.obs.faults.get(step)
+    if not fault:
+        return None
+    err = ctx.obs.errors.get(step) or (ctx.obs.reachable or (False, ""))[1]
+    if fault["fault"] == FAULT_CONTROLLER:
+        reason = "%s: a controller-side fault, not the node's: %s" % (what, err)
+    else:
+        reason = "BMC unreachable: %s: %s" % (what, err)
+    return Outcome(BLOCKED, reason, remediation=fault["remedy"], evidence={"fault": fault["fault"]})
 
 
 def check_lease_captured(ctx: AuditContext) -> Outcome:
@@ -50,7 +67,7 @@ def check_bmc_reachable(ctx: AuditContext) -> Outcome:
     ok, reason = ctx.obs.reachable if ctx.obs.reachable is not None else (False, "not attempted")
     url = ctx.obs.endpoint.get("url", "")
     if not ok:
-        return failed("BMC not reachable at %s: %s" % (url, reason),
+        return fault_blocked(ctx, "reachable", "TCP connect to %s" % url) or failed("BMC not reachable at %s: %s" % (url, reason),
                       "check the BMC is powered (standby power), its management port link LED, the "
                       "switch port and VLAN, and that %s answers from the controller" % url,
                       observed={"url": url, "source": ctx.obs.endpoint.get("source")})
@@ -81,7 +98,7 @@ def validate_service_root(root: Any) -> list[str]:
 def check_service_root(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("service_root")
     if err:
-        return failed("GET /redfish/v1 failed: %s" % err,
+        return fault_blocked(ctx, "service_root", "GET /redfish/v1") or failed("GET /redfish/v1 failed: %s" % err,
                       "the BMC answers TCP but its Redfish service does not: reset the BMC (ipmitool mc reset "
                       "cold or the vendor UI), and update BMC firmware if it recurs")
     root = ctx.obs.service_root
@@ -100,7 +117,7 @@ def check_service_root(ctx: AuditContext) -> Outcome:
 def check_login(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("login")
     if err:
-        return failed("login failed: %s" % err,
+        return fault_blocked(ctx, "login", "the login") or failed("login failed: %s" % err,
                       "check the BMC account in the vault/AWX credential; a new server may still have its "
                       "factory password (label on the chassis pull-out tag); if the BMC reports too many "
                       "sessions, wait for idle sessions to expire or reset the BMC")
@@ -112,7 +129,7 @@ def check_login(ctx: AuditContext) -> Outcome:
 def check_inventory_read(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("inventory")
     if err:
-        return failed("reading the Redfish inventory failed: %s" % err,
+        return fault_blocked(ctx, "inventory", "reading the Redfish inventory") or failed("reading the Redfish inventory failed: %s" % err,
                       "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset) and check its "
                       "firmware version against the SKU")
     inv = ctx.inv

@@ -64,7 +64,10 @@ class Observation:
     ``discovery``: :func:`discovery.discover_node` output, or None without a lease
     source; ``endpoint``: ``{"url", "source"}`` (``map``, ``lease``, ``twin``);
     ``reachable``: ``(bool, reason)``; ``service_root``: the root body (dict);
-    ``errors``: ``{step: message}`` for ``service_root``, ``login``, ``inventory``;
+    ``errors``: ``{step: message}`` for ``service_root``, ``login``, ``inventory``; ``faults``: ``{step: {"fault",
+    "remedy"}}`` for a step whose error was the controller's or a BMC that stayed unreachable (``_redfish.errors``
+    fault classes), which the checks judge ``blocked``, never ``fail``; ``tls_verified``: False when the BMC
+    was read with validate_certs=false (every result then says so);
     ``inventory``: :class:`NodeInventory`; ``requests``: Redfish requests made;
     ``elapsed_s``: seconds spent on this node.
     """
@@ -77,6 +80,8 @@ class Observation:
     login: Optional[bool] = None
     inventory: Optional[NodeInventory] = None
     errors: dict[str, str] = field(default_factory=dict)
+    faults: dict[str, dict[str, str]] = field(default_factory=dict)
+    tls_verified: bool = True
     requests: int = 0
     elapsed_s: float = 0.0
 

@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from typing import Any, Optional
 
-from .._core.gate import CheckGraph, CheckResult, GateVerdict, compute_gate
+from .._core.gate import CheckGraph, CheckResult, GateVerdict, compute_gate, mark_unverified
 from .checks_access import (
     check_address_reserved,
     check_bmc_reachable,
@@ -61,10 +61,13 @@ def judge(node: dict[str, Any], manifest: dict[str, Any], obs: Observation, run_
     """Run every check for one node; returns ``(results, verdict)``.
 
     ``results``: list of :class:`CheckResult` in graph order; ``verdict``:
-    :class:`GateVerdict` (pass only when every required check passed).
+    :class:`GateVerdict` (pass only when every required check passed).  A node read with validate_certs=false
+    has ``evidence["tls_unverified"]`` on every result (``_core.gate.TLS_UNVERIFIED``).
     """
     graph = graph or check_graph(manifest)
     ctx = AuditContext(node=node, manifest=manifest, obs=obs, sel_cutoff=sel_cutoff,
                        now=time.time() if now is None else now)
     results = graph.run(node["hostname"], run_id, CHECK_FUNCTIONS, ctx)
+    for res in results:
+        res.evidence = mark_unverified(res.evidence, obs.tls_verified)
     return results, compute_gate(graph, results)

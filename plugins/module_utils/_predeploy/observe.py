@@ -15,6 +15,7 @@ from .._core.errors import SymphonyError
 from .._fleet.client import bmc_client, close_quietly
 from .._fleet.settings import BmcFleetSettings
 from .._redfish.client import RedfishClient
+from .._redfish.errors import CONTROLLER_REMEDIES, DNS_FAILURES, FAULT_BMC, FAULT_CONTROLLER, fault_of, fault_remedy
 from .._redfish.model import NodeInventory
 from .._redfish.reader import read_inventory
 from .discovery import tcp_reachable
@@ -53,12 +54,16 @@ def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mappi
     warnings: list[str] = []
     host, port = _host_port(endpoint["url"])
     obs.reachable = probe(host, port, settings.connect_timeout)
+    if not obs.reachable[0] and any(d.lower() in obs.reachable[1].lower() for d in DNS_FAILURES):
+        # the controller cannot resolve the BMC's name: nothing a technician can fix at the rack
+        obs.faults["reachable"] = {"fault": FAULT_CONTROLLER, "remedy": CONTROLLER_REMEDIES["dns"]}
     if not obs.reachable[0]:
         obs.elapsed_s = time.monotonic() - started
         return obs, warnings
     client = None
     try:
         client = bmc_client(endpoint["url"], entry, settings, client_factory or audit_client, registries=registries)
+        obs.tls_verified = getattr(client, "tls_verified", True)
         try:
             client.open()
         except SymphonyError as exc:
@@ -66,7 +71,7 @@ def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mappi
             step = "login"
             if obs.service_root is None and type(exc).__name__ != "RedfishAuthError":
                 step = "service_root"
-            obs.errors[step] = str(exc)
+            _record(obs, step, exc)
             return obs, warnings
         obs.service_root = client.service_root
         obs.login = True
@@ -74,12 +79,13 @@ def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mappi
         try:
             obs.inventory = reader(client)
         except SymphonyError as exc:
-            obs.errors["inventory"] = str(exc)
+            _record(obs, "inventory", exc)
         except Exception as exc:  # pylint: disable=broad-except
             # One BMC's odd tree must fail that node, not the fleet run.
             obs.errors["inventory"] = "unexpected %s while reading the inventory: %s" % (type(exc).__name__, exc)
     except SymphonyError as exc:
-        obs.errors.setdefault("service_root", str(exc))
+        if "service_root" not in obs.errors:
+            _record(obs, "service_root", exc)
     finally:
         close_quietly(client)
         if client is not None:
@@ -87,6 +93,13 @@ def observe_node(node: Mapping[str, Any], endpoint: dict[str, Any], entry: Mappi
             warnings.extend(getattr(client, "warnings", []) or [])
         obs.elapsed_s = time.monotonic() - started
     return obs, warnings
+
+
+def _record(obs: Observation, step: str, exc: SymphonyError) -> None:
+    """Keep a step's error and, when it is the controller's or an unreachable BMC's, its fault class."""
+    obs.errors[step] = str(exc)
+    if fault_of(exc) != FAULT_BMC:
+        obs.faults[step] = {"fault": fault_of(exc), "remedy": fault_remedy(exc)}
 
 
 # What the audit reads: everything but the BIOS attributes (provisioning's concern) and the bodies of the

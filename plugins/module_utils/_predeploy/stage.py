@@ -187,8 +187,9 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
     total_requests = 0
     for host, item in items:
         out = outcomes[host]
-        if not out.ok and out.error.get("error") == "LeaseError":
-            # another run holds the node: this one neither judges nor records it, and says who holds it
+        if not out.ok and out.error.get("error") in ("LeaseError", "InterruptedRunError"):
+            # another run holds the node, or this run's playbook died before the node was started: this run
+            # neither judges nor records it (the ledger has the interrupted event), and says why
             hosts[host] = {"gate": BLOCKED, "reason": scrub(out.error["msg"], secrets), "failing": [], "checks": [],
                            "endpoint": item["endpoint"], "requests": 0, "elapsed_s": 0.0}
             continue

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from .._core.errors import SymphonyError
-from .._core.gate import BLOCKED, FAIL, CheckGraph, CheckResult, CheckSpec, Outcome
+from .._core.gate import BLOCKED, CheckGraph, CheckResult, CheckSpec, Outcome, error_outcome, mark_unverified
 from .._core.secrets import scrub
 from .._fleet.settings import BmcFleetSettings
 
@@ -102,7 +102,8 @@ class NodeRun:
         too."""
         res = CheckResult(node=self.host, stage=STAGE, check=check, status=outcome.status, reason=outcome.reason,
                           expected=outcome.expected, observed=outcome.observed, remediation=outcome.remediation,
-                          evidence=outcome.evidence, started=started, finished=time.time(), run_id=self.run_id)
+                          evidence=mark_unverified(outcome.evidence, getattr(self.client, "tls_verified", True)),
+                          started=started, finished=time.time(), run_id=self.run_id)
         secrets = [self.settings.password, getattr(self.client, "_password", None)]
         res = CheckResult.from_dict(scrub(res.to_dict(), secrets))
         self.results.append(res)
@@ -121,7 +122,7 @@ class NodeRun:
             try:
                 outcome = fn()
             except SymphonyError as exc:
-                outcome = Outcome(FAIL, str(exc), remediation="investigate the error above and rerun the stage")
+                outcome = error_outcome(exc)
         return self.record(check, outcome, started)
 
     def post(self, path: str, body: Any = None) -> Any:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Optional, TypedDict
 
-from .._core.errors import SymphonyError, ValidationError
+from .._core.errors import FAULT_BMC, SymphonyError, ValidationError
 from .._core.gate import (
     BLOCKED,
     FAIL,
@@ -42,6 +42,7 @@ from .._core.gate import (
     Outcome,
     compute_gate,
     derive_blocked,
+    error_outcome,
     failed,
     new_run_id,
     not_run,
@@ -58,6 +59,7 @@ from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
 from .._fleet.nodes import twin_nodes_from_params
 from .._fleet.settings import fleet_settings_kwargs, require_credentials
+from .._redfish.errors import fault_of
 from .._redfish.reader import read_inventory
 from .._redfish.registries import MessageRegistries
 from .bios import apply_bios
@@ -142,7 +144,8 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
             name = "inventory_read" if "inventory_read" not in nd.statuses else \
                 next((n for n in graph.order() if n not in nd.statuses), None)
         if name:
-            nd.record(name, Outcome(FAIL, str(exc), remediation="check the BMC answers and rerun"), time.time())
+            nd.record(name, error_outcome(exc) if fault_of(exc) != FAULT_BMC else
+                      Outcome(FAIL, str(exc), remediation="check the BMC answers and rerun"), time.time())
     finally:
         close_quietly(client)
         out["warnings"] = list(getattr(client, "warnings", []) or [])

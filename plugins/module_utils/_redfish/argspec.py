@@ -24,6 +24,8 @@ from typing import Any
 
 from ansible.module_utils.basic import env_fallback
 
+from .settings import DEFAULT_REBOOT_TIMEOUT_S, DEFAULT_RETRIES
+
 PASSWORD_ENV = "SYMPHONY_BMC_PASSWORD"
 
 _CONNECTION_OPTIONS: dict[str, dict[str, Any]] = {
@@ -34,7 +36,8 @@ _CONNECTION_OPTIONS: dict[str, dict[str, Any]] = {
     "ca_path": {"type": "path"},
     "connect_timeout": {"type": "float", "default": 5},
     "read_timeout": {"type": "float", "default": 30},
-    "retries": {"type": "int", "default": 2},
+    "retries": {"type": "int", "default": DEFAULT_RETRIES},
+    "bmc_reboot_timeout_s": {"type": "float", "default": DEFAULT_REBOOT_TIMEOUT_S},
 }
 
 _SINGLE_BMC_OPTIONS: dict[str, dict[str, Any]] = {
@@ -54,7 +57,8 @@ def bmc_connection_argument_spec() -> dict[str, dict[str, Any]]:
 
     ``username``, ``password`` (``no_log``; default ``$SYMPHONY_BMC_PASSWORD``), ``auth``
     (``auto``), ``validate_certs`` (true), ``ca_path``, ``connect_timeout`` (5 s),
-    ``read_timeout`` (30 s), ``retries`` (2 re-sends).
+    ``read_timeout`` (30 s), ``retries`` (``settings.DEFAULT_RETRIES`` re-sends), ``bmc_reboot_timeout_s``
+    (``settings.DEFAULT_REBOOT_TIMEOUT_S`` seconds).
     """
     return _copy(_CONNECTION_OPTIONS)
 

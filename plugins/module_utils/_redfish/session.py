@@ -26,8 +26,32 @@ try:
 except ImportError:  # Transport refuses to start without sushy (HAS_SUSHY)
     pass
 
-from .errors import RedfishAuthError, RedfishConnectionError, RedfishHTTPError, RedfishTimeout
-from .transport import MAX_REDIRECTS, REDIRECTS, SERVICE_ROOT, Transport
+from .._core.errors import RedfishError
+from .errors import (
+    FAULT_UNREACHABLE,
+    RedfishAuthError,
+    RedfishConnectionError,
+    RedfishHTTPError,
+    RedfishTimeout,
+    controller_cause,
+    fault_of,
+)
+from .transport import MAX_REDIRECTS, REDIRECTS, RETRY_STATUSES, SERVICE_ROOT, Transport, parse_retry_after
+
+
+# How often the entry check asks a rebooting BMC again (seconds)
+REBOOT_POLL_S = 2.0
+
+
+def _rebooting(exc: RedfishError) -> bool:
+    """Whether a service-root error after the retries looks like a BMC still rebooting: 503, or a connection
+    reset (a BMC whose network is up before its web server); not a refused connection nor a controller cause."""
+    if fault_of(exc) != FAULT_UNREACHABLE:
+        return False
+    if isinstance(exc, RedfishHTTPError):
+        return exc.status == 503
+    text = exc.message.lower()
+    return "reset" in text or "aborted" in text or "remotedisconnected" in text
 
 
 class _RootShim:
@@ -51,12 +75,7 @@ class _RootShim:
         conn._sessions_uri = self._client._abs(path)
         url = self._client._abs(path)
         for hop in range(MAX_REDIRECTS + 1):
-            try:
-                rsp = conn.post(url, data={"UserName": username, "Password": password}, allow_reauth=False,
-                                server_side_retries_left=0, allow_redirects=False)
-            except sushy_exc.SushyError as exc:
-                self.last_error = exc
-                raise
+            rsp = self._post_login(url, username, password)
             if rsp.status_code not in REDIRECTS or not rsp.headers.get("Location"):
                 break
             # requests would follow a 301/302 as a GET without the body, and the 401 that answers it reads as
@@ -78,6 +97,34 @@ class _RootShim:
         if not location:
             self._client._warn("session created without a Location; it cannot be deleted at logout")
         return token, location
+
+    def _post_login(self, url: str, username: Optional[str], password: Optional[str]) -> Any:
+        """POST the login, re-sent with the client's backoff (``settings.retries`` times) after a connection
+        fault or a 408/429/5xx: a login is idempotent enough (a second session is harmless, and one whose
+        answer was lost expires at the BMC's SessionTimeout), and one TCP reset must not read as a refused
+        password.  A controller-side cause (TLS trust, DNS) and every other answer are raised at once."""
+        client = self._client
+        attempt = 0
+        while True:
+            retry_after = None
+            try:
+                return client._conn.post(url, data={"UserName": username, "Password": password}, allow_reauth=False,
+                                         server_side_retries_left=0, allow_redirects=False)
+            except sushy_exc.ConnectionError as exc:
+                self.last_error = exc
+                if controller_cause(exc.__context__) is not None or attempt >= client.settings.retries:
+                    raise
+            except sushy_exc.HTTPError as exc:
+                self.last_error = exc
+                if exc.status_code not in RETRY_STATUSES or attempt >= client.settings.retries:
+                    raise
+                last = getattr(client._tls, "last", None)
+                retry_after = parse_retry_after(last.headers.get("Retry-After")) if last is not None else None
+            except sushy_exc.SushyError as exc:
+                self.last_error = exc
+                raise
+            client._sleep(client._delay(attempt, retry_after))
+            attempt += 1
 
 
 class Session(Transport):
@@ -130,12 +177,25 @@ class Session(Transport):
         return self.service_root
 
     def _get_root(self) -> Optional[dict[str, Any]]:
-        try:
-            return self.get(SERVICE_ROOT)
-        except RedfishAuthError:
-            # a few BMCs protect the service root; log in with the standard paths then read it
-            self._warn("service root requires authentication on %s" % self.host)
-            return None
+        """The service root, waiting up to ``settings.reboot_wait_s`` while the BMC looks like one still
+        rebooting (a connection accepted then reset, or 503 + ``Retry-After`` while its web server starts, R-18)
+        rather than failing the node; a refused connection or a timeout is not waited for (an absent BMC says
+        the same).  None when the root needs authentication."""
+        deadline = time.monotonic() + self.settings.reboot_wait_s
+        while True:
+            try:
+                return self.get(SERVICE_ROOT)
+            except RedfishAuthError:
+                # a few BMCs protect the service root; log in with the standard paths then read it
+                self._warn("service root requires authentication on %s" % self.host)
+                return None
+            except (RedfishConnectionError, RedfishHTTPError) as exc:
+                left = deadline - time.monotonic()
+                if left <= 0 or not _rebooting(exc):
+                    raise
+                self._warn("%s looks like a BMC still rebooting (%s); waiting up to %gs (bmc_reboot_timeout_s)"
+                           % (self.host, exc.message, self.settings.reboot_wait_s))
+                self._sleep(min(REBOOT_POLL_S, left))
 
     def _login(self) -> None:
         if self.auth_mode == "basic":

@@ -47,7 +47,8 @@ except ImportError as _imp_err:  # reported by the caller with missing_required_
     SUSHY_IMPORT_ERROR = _imp_err
 
 from .._core.errors import RedfishError
-from .errors import RedfishConnectionError, RedfishHTTPError, RedfishInvalidResponse, RedfishTimeout, http_error
+from .errors import (DNS_FAILURES, FAULT_CONTROLLER, RedfishConnectionError, RedfishControllerError, RedfishHTTPError,
+                     RedfishInvalidResponse, RedfishTimeout, controller_cause, extended_info_of, http_error)
 from .fastpath import ReuseSession, decode_body
 from .registries import MessageRegistries
 from .settings import ClientSettings
@@ -86,22 +87,6 @@ def _well_formed_etag(value: Any) -> bool:
     if text[:2].upper() == "W/":
         text = text[2:]
     return len(text) >= 3 and text[0] == text[-1] == '"' and '"' not in text[1:-1]
-
-
-def extended_info_of(body: Any) -> list[dict[str, Any]]:
-    """All ``@Message.ExtendedInfo`` entries of a Redfish body (top level and inside ``error``), raw."""
-    out: list[dict[str, Any]] = []
-    if not isinstance(body, dict):
-        return out
-    for holder in (body.get("error"), body):
-        if not isinstance(holder, dict):
-            continue
-        ext = holder.get("@Message.ExtendedInfo")
-        if isinstance(ext, list):
-            out.extend(ext)
-        elif isinstance(ext, dict):
-            out.append(ext)
-    return out
 
 
 def parse_retry_after(value: Any, now: Optional[float] = None) -> Optional[float]:
@@ -208,8 +193,9 @@ def _not_sent(cause: Optional[BaseException]) -> bool:
         return True
     if isinstance(cause, requests.exceptions.ConnectionError):
         text = repr(cause)
-        return "NewConnectionError" in text or "Connection refused" in text or "Name or service" in text
+        return "NewConnectionError" in text or "Connection refused" in text or any(d in text for d in DNS_FAILURES)
     return False
+
 
 
 class Transport:
@@ -246,8 +232,14 @@ class Transport:
         self.registries = registries
         tls_verify: Union[bool, str] = settings.ca_path if (settings.ca_path and settings.verify) \
             else bool(settings.verify)
+        # recorded on every ledger row read through this client (``_core.gate.TLS_UNVERIFIED``), not only warned
+        self.tls_verified = bool(tls_verify)
         if not tls_verify:
             self._warn("TLS certificate verification is disabled for %s (validate_certs=false)" % self.host)
+        elif isinstance(tls_verify, str) and not os.access(tls_verify, os.R_OK):
+            # requests would raise an OSError at the first request; it is the controller's file, not the BMC
+            raise RedfishControllerError("the CA bundle %s does not exist or cannot be read on the controller"
+                                         % tls_verify, cause="ca_file", where=self.host)
         # server_side_retries=1 makes sushy try each request exactly once: the retry
         # policy (backoff, Retry-After, which statuses) is ours, see _send().
         self._conn = _connector(
@@ -326,11 +318,15 @@ class Transport:
                                     retry_after, login=login)
         if isinstance(exc, sushy_exc.ConnectionError):
             cause = exc.__context__
-            if isinstance(cause, requests.exceptions.SSLError):
-                return RedfishConnectionError(
-                    "TLS handshake/verification failed (%s); give the BMC's CA with ca_path, or set "
-                    "validate_certs=false knowingly" % _short(cause), where=where,
+            controller = controller_cause(cause)
+            if controller == "tls_trust":
+                return RedfishControllerError(
+                    "TLS verification failed (%s); give the BMC's CA with ca_path, or set "
+                    "validate_certs=false knowingly" % _short(cause), cause=controller, where=where,
                     details={"method": method, "path": path, "tls": True})
+            if controller == "dns":
+                return RedfishControllerError("the BMC's name does not resolve on the controller: %s" % _short(cause),
+                                              cause=controller, where=where, details={"method": method, "path": path})
             if isinstance(cause, requests.exceptions.Timeout):
                 kind = "connect" if isinstance(cause, requests.exceptions.ConnectTimeout) else "read"
                 limit = self.settings.connect_timeout if kind == "connect" else self.settings.read_timeout
@@ -395,7 +391,8 @@ class Transport:
             except sushy_exc.ConnectionError as exc:
                 self._count()
                 err = self._map_exception(exc, method, rel)
-                if err.details.get("tls") or attempt >= retries:
+                # a controller-side cause (TLS trust, DNS) does not go away by asking again
+                if getattr(err, "fault", None) == FAULT_CONTROLLER or attempt >= retries:
                     raise err from None
                 if not idempotent and not _not_sent(exc.__context__):
                     raise err from None

@@ -137,3 +137,21 @@ def test_dispatch_latest_every_stage_and_labels_survive_a_limited_run(tmp_path):
     n2 = [r for r in rows if r["hostname"] == "n2"][0]
     assert (n2["rack"], n2["u"], n2["serial"]) == ("r01", 10, "S2")
     assert not (tmp_path / "dispatch" / "dispatch-latest.json.tmp").exists()
+
+
+def test_tls_unverified_rows_are_marked_in_the_report(tmp_path):
+    # issue 25: validate_certs=false was a console warning only; the row and the report now say so
+    ledger = open_ledger(str(tmp_path / "ledger.db"))
+    _record(ledger, "n1", "pre_deployment", {"gpus": lambda c: g.passed(
+        evidence=g.mark_unverified({}, verified=False))}, "pd1")
+    _record(ledger, "n2", "pre_deployment", {"gpus": lambda c: g.passed(
+        evidence=g.mark_unverified({}, verified=True))}, "pd1")
+    rows = {r.node: r for r in ledger.current_results()}
+    assert rows["n1"].evidence == {g.TLS_UNVERIFIED: True} and rows["n2"].evidence == {}
+    data = _report.collect(ledger, TWIN)
+    assert data["summary"]["tls_unverified"] == {"n1": ["pre_deployment"]}
+    assert data["matrix"]["n1"]["pre_deployment"]["gpus"]["tls_unverified"] is True
+    assert data["matrix"]["n2"]["pre_deployment"]["gpus"]["tls_unverified"] is False
+    page = _report_html.render_html(data)
+    assert "TLS unverified:</b> 1 node(s)" in page and "n1 (pre_deployment)" in page
+    assert page.count("<small>TLS unverified</small>") == 1

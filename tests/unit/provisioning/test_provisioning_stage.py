@@ -144,7 +144,9 @@ def test_one_gate_row_per_node_per_run_when_the_bmc_cannot_be_read(fleet):
     """Issue 25: out_of_band recorded a gate for an unreadable BMC, and verify of the same run a second one."""
     fleet["bmcs"]["pv-u10"].handle = lambda *args, **kwargs: SimpleNamespace(abort=True)
     oob, ver = _converge(fleet)
-    assert oob["hosts"]["pv-u10"]["gate"]["status"] == ver["hosts"]["pv-u10"]["gate"]["status"] == "fail"
+    # a BMC that resets every connection is blocked "BMC unreachable", not a hardware fail (issue 25; was "fail")
+    assert oob["hosts"]["pv-u10"]["gate"]["status"] == ver["hosts"]["pv-u10"]["gate"]["status"] == "blocked"
+    assert "BMC unreachable" in ver["hosts"]["pv-u10"]["gate"]["reason"]
     ledger = open_ledger(fleet["settings"].ledger)
     rows = ledger._query("SELECT node, run_id FROM gates ORDER BY node")
     ledger.close()

@@ -24,6 +24,8 @@ from ansible.module_utils.basic import env_fallback
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import argspec
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import client_from_params
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish.settings import DEFAULT_REBOOT_TIMEOUT_S, DEFAULT_RETRIES, ClientSettings
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.settings import BmcFleetSettings
 
 COLLECTION = "ansible_collections.symphony.cluster.plugins"
 PLUGINS_DIR = pathlib.Path(__file__).resolve().parents[3] / "plugins"
@@ -114,7 +116,15 @@ def test_connection_fragment_is_the_connection_spec():
 def test_specs_are_fresh_dicts():
     one = argspec.redfish_argument_spec()
     one["retries"]["default"] = 99
-    assert argspec.redfish_argument_spec()["retries"]["default"] == 2
+    assert argspec.redfish_argument_spec()["retries"]["default"] == 3
+
+
+def test_one_retry_default():
+    # issue 25: the connection spec said 2 re-sends while the client defaulted to 3; one constant now
+    assert argspec.bmc_connection_argument_spec()["retries"]["default"] == ClientSettings().retries == \
+        BmcFleetSettings().retries == DEFAULT_RETRIES
+    assert argspec.bmc_connection_argument_spec()["bmc_reboot_timeout_s"]["default"] == \
+        BmcFleetSettings().bmc_reboot_timeout_s == DEFAULT_REBOOT_TIMEOUT_S
 
 
 @pytest.mark.parametrize("missing", ["username", "password"])

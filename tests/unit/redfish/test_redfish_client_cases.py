@@ -283,7 +283,7 @@ def test_bad_json_retried_then_invalid_response(bmc, client, sleeps):
     assert len(sleeps) == 3
 
 
-def test_verify_off_warns_and_default_on(registries, monkeypatch):
+def test_verify_off_warns_and_default_on(registries, monkeypatch, tmp_path):
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     c = RedfishClient(BASE, "admin", PW, registries=registries, verify=False)
@@ -296,8 +296,10 @@ def test_verify_off_warns_and_default_on(registries, monkeypatch):
     assert RedfishClient(BASE, "admin", PW, registries=registries)._conn._verify == "/etc/ssl/certs/env-ca.pem"
     assert RedfishClient(BASE, "admin", PW, registries=registries, verify=False)._conn._verify is False
     assert RedfishClient(BASE, "admin", PW, registries=registries)._conn._session.trust_env is False
-    c3 = RedfishClient(BASE, "admin", PW, registries=registries, ca_path="/etc/ssl/certs/ca.pem")
-    assert c3._conn._verify == "/etc/ssl/certs/ca.pem"
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    c3 = RedfishClient(BASE, "admin", PW, registries=registries, ca_path=str(ca))
+    assert c3._conn._verify == str(ca)
     assert PW not in repr(c) and PW not in repr(c3)
 
 
