@@ -171,3 +171,18 @@ def test_fabric_section_of_nvidia_smi_q_placeholders_are_unknown():
     assert gpus[0]["state"] is None and gpus[0]["cluster_uuid"] is None
     assert (gpus[1]["state"], gpus[1]["clique_id"], gpus[1]["cluster_uuid"]) == (
         "Completed", "32766", "7c1f3a2e-1b2c-4d5e-8f90-a1b2c3d4e5f6")
+
+
+def _recorded(name):
+    """Outputs recorded on this project's lab machine: lldpd 1.0.16 (Debian 12) in two network namespaces joined
+    by two veth pairs, host ports rail0/rail1, switch ports swp1/swp2, swp2 set ``lldp status rx-only``."""
+    return open(os.path.join(HERE, "data", name), encoding="utf-8").read()
+
+
+def test_lldp_recorded_lldpd_1_0_16_shapes():
+    one = L.parse_lldp_neighbors(_recorded("lldpcli-1.0.16-json-one-neighbour.json"))
+    zero = L.parse_lldp_neighbors(_recorded("lldpcli-1.0.16-json0-one-neighbour.json"))
+    assert one == zero and [(r["iface"], r["chassis_name"], r["port_id"]) for r in one] == [("rail0", "leafX", "swp1")]
+    two = L.parse_lldp_neighbors(_recorded("lldpcli-1.0.16-json-two-neighbours.json"))
+    assert [(r["iface"], r["chassis_name"], r["port_id_type"]) for r in two] == [("swp1", "hostA", "ifname"),
+                                                                                  ("swp2", "hostA", "ifname")]
