@@ -42,7 +42,8 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
     Returns a JSON-serialisable dict: ``generated``, ``summary``, ``nodes``,
     ``matrix`` (node -> stage -> check -> {status, reason, remediation, note}; ``note`` is ``optional`` or
     ``waived`` for a check that did not pass and did not close the gate), ``dispatch``,
-    ``firmware``, ``events``, ``charts`` (series pulled from evidence).
+    ``firmware``, ``events``, ``charts`` (series pulled from evidence), ``topology`` (switch -> nodes its ports
+    were found cabled to by the ``cabling`` check).
     """
     nodes = dict(nodes or {})
     results = ledger.current_results()
@@ -118,7 +119,19 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
         "firmware": firmware,
         "events": ledger.events(),
         "charts": _chart_series(results),
+        "topology": _topology(results),
     }
+
+
+def _topology(results: Iterable[CheckResult]) -> Dict[str, List[str]]:
+    """Switch -> nodes, from what the latest ``cabling`` results found on each port (verified, not planned)."""
+    out: Dict[str, set] = {}
+    for res in results:
+        if res.check == "cabling":
+            for port in (res.evidence or {}).get("ports") or ():
+                if port.get("found"):
+                    out.setdefault(str(port["found"][0]), set()).add(res.node)
+    return {switch: sorted(hosts) for switch, hosts in sorted(out.items())}
 
 
 def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:

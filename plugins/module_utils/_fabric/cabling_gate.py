@@ -67,8 +67,9 @@ def cabling_checks(nodes: Mapping[str, Mapping[str, Any]], iblinkinfo: Optional[
                    rated: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Judge the cabling of a batch of nodes.
 
-    ``nodes``: ``{host: {"twin": twin node record (``fabric`` list, ``nvlink_domain``, ``site``), "required": bool
-    (the SKU needs a cabling plan), "lldp"/"ibstat"/"nvidia_smi_q": command output or None, "recorded": {name: a
+    ``nodes``: ``{host: {"twin": twin node record (``fabric`` list, ``nvlink_domain``, ``site``), "required": the
+    SKU needs a cabling plan (true), its profile has no fabric (false: the check is recorded but does not gate),
+    or None (a planned node's check gates it), "lldp"/"ibstat"/"nvidia_smi_q": command output or None, "recorded": {name: a
     note naming a recorded output used instead of a live reading}}}``.  ``iblinkinfo``: the fabric scan (one for
     the whole fabric), None where there is no InfiniBand.  ``site_fabric``: ``Twin.fabric``.  ``rated``:
     ``{"width", "speed"}`` of links the plan gives no rate.
@@ -100,8 +101,9 @@ def cabling_checks(nodes: Mapping[str, Mapping[str, Any]], iblinkinfo: Optional[
     domains = judge_domains(plan, nodes)
     checks: Dict[str, Dict[str, Any]] = {}
     for host, node in nodes.items():
-        required = bool(node.get("required"))
+        flag = _flag(node.get("required"))
         if not plan[host]["links"] and host not in domains:
+            required = bool(flag)
             reason = NO_PLAN + ("; the SKU requires one (add the node's cables with the cabling sheet importer)"
                                 if required else "")
             checks[host] = {"name": CHECK, "status": NOT_RUN, "reason": reason, "required": required}
@@ -112,11 +114,20 @@ def cabling_checks(nodes: Mapping[str, Mapping[str, Any]], iblinkinfo: Optional[
                    "nvidia_smi_q": "live" if node.get("nvidia_smi_q") is not None else None}
         sources.update({k: "recorded: %s" % v for k, v in (node.get("recorded") or {}).items()})
         mine = [a for a in todo if host in a["hosts"]]
-        checks[host] = dict(_node_result(host, ports[host], domains.get(host), mine, sources), required=True)
+        # a planned node's cabling gates it, unless its profile says the fabric is not there (the lab's hosts)
+        checks[host] = dict(_node_result(host, ports[host], domains.get(host), mine, sources),
+                            required=flag is not False)
     found = {host: [{"port": p["port"], "switch": p["found"][0], "switch_port": p["found"][1], "width": p["width"],
                      "speed": p["speed"]} for p in host_ports if p["found"]] for host, host_ports in ports.items()}
     return {"checks": checks, "actions": todo, "swaps": [[_name(a), _name(b)] for a, b in swaps], "found": found,
             "domains": {h: list(d["key"]) for h, d in domains.items() if d["key"]}}
+
+
+def _flag(value: Any) -> Optional[bool]:
+    """``required`` as a role passes it: a bool, None, or the text a template made of one ("False")."""
+    if value is None or isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "yes", "1", "on")
 
 
 def _name(port: Mapping[str, Any]) -> str:

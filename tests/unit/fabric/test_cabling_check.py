@@ -187,3 +187,10 @@ def test_port_key_matches_switch_port_spellings():
     assert C.port_key(17) == C.port_key("17") == C.port_key("swp17") == C.port_key("Ethernet1/17") == 17
     assert C.port_key("mgmt") == "mgmt"
     assert rated_from_gbps(200) == {"width": "4X", "speed": "HDR"} and rated_from_gbps(None)["speed"] is None
+
+
+def test_a_profile_without_the_fabric_records_the_check_without_gating_on_it():
+    twin = eth_node("lab1", [("eth0", 0, "leaf-r0", 1)])
+    for flag, required in ((False, False), ("False", False), (None, True), ("True", True)):
+        check = cabling_checks({"lab1": {"twin": twin, "required": flag, "lldp": None}})["checks"]["lab1"]
+        assert (check["status"], check["required"]) == ("not_run", required)
