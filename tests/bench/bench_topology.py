@@ -48,8 +48,8 @@ def fleet():
                 leaf = _leaf(n, 5 - i)
             if n == 700 and i == 7:
                 width = "1X"
-            scan.append("CA: %s mlx5_%d:\n" % (host, i) + LINE.format(guid=guid, lid=lid, width=width, sl=2, port=port,
-                                                                       leaf=leaf))
+            line = LINE.format(guid=guid, lid=lid, width=width, sl=2, port=port, leaf=leaf)
+            scan.append("CA: %s mlx5_%d:\n" % (host, i) + line)
         nodes[host] = {"twin": {"hostname": host, "site": "s1", "fabric": links, "nvlink_domain": None},
                        "required": True, "ibstat": "".join(ibstat)}
     switches = {}

@@ -130,7 +130,7 @@ def _ethernet(name: str, link: Mapping[str, Any], lldp: Optional[Dict[str, List[
 
 
 def _infiniband(name: str, link: Mapping[str, Any], ib: Optional[Dict[Tuple[str, int], Dict[str, Any]]],
-                ib_why: str, scan: Mapping[str, Dict[str, Any]], rated: Mapping[str, Any]) -> Port:
+                ib_why: str, scan: Mapping[str, Dict[str, Any]], scan_why: str, rated: Mapping[str, Any]) -> Port:
     if ib is None:
         return {"status": NOT_RUN, "reason": "%s: %s" % (name, ib_why)}
     local = ib.get((link.get("nic") or "", link.get("hca_port", 1)))
@@ -144,7 +144,8 @@ def _infiniband(name: str, link: Mapping[str, Any], ib: Optional[Dict[Tuple[str,
     guid = (local.get("port_guid") or "").lower()
     row = scan.get(guid) or scan.get("%s/%d" % ((local.get("node_guid") or "").lower(), link.get("hca_port", 1)))
     if row is None:
-        return {"status": NOT_RUN, "reason": "%s (port GUID %s) is not in the fabric scan (iblinkinfo)" % (name, guid)}
+        return {"status": NOT_RUN, "reason": "%s: %s" % (name, scan_why) if scan_why else
+                "%s (port GUID %s) is not in the fabric scan (iblinkinfo)" % (name, guid)}
     out: Port = {"status": PASS, "switch": switch_name(row["peer_desc"] or ""), "switch_port": row["peer_port"],
                  "source": "iblinkinfo", "width": row["width"], "speed": row["speed"]}
     width, speed = _rated(link, rated)
@@ -166,11 +167,13 @@ def leaf_rails(plan: Mapping[str, Mapping[str, Any]], switches: Mapping[str, Map
 
 
 def judge_ports(host: str, node: Mapping[str, Any], obs: Mapping[str, Any], scan: Mapping[str, Dict[str, Any]],
-                leaf_rails: Mapping[str, int], rail_optimised: bool, rated: Mapping[str, Any]) -> List[Port]:
+                leaf_rails: Mapping[str, int], rail_optimised: bool, rated: Mapping[str, Any],
+                scan_why: str = "") -> List[Port]:
     """Judge each planned port of ``host``.
 
     ``node``: ``{"links": [twin cable dicts]}``; ``obs``: ``{"lldp", "ibstat"}`` texts (None when not read);
-    ``scan``: :func:`scan_index`; ``rated``: ``{"width", "speed"}`` for links that name none.  Returns one dict per
+    ``scan``: :func:`scan_index`, ``scan_why`` why there is none (InfiniBand ports are then not judged);
+    ``rated``: ``{"width", "speed"}`` for links that name none.  Returns one dict per
     link: ``{host, port, status, reason, expected, found, source, rail, width, speed}`` (``found`` a
     ``(switch, port)`` pair or None).
     """
@@ -180,7 +183,7 @@ def judge_ports(host: str, node: Mapping[str, Any], obs: Mapping[str, Any], scan
     for index, link in enumerate(node.get("links") or ()):
         name = node_port_name(link) or "fabric[%d]" % index
         seen = (_ethernet(name, link, lldp, lldp_why) if _layer(link) == "ethernet"
-                else _infiniband(name, link, ib, ib_why, scan, rated))
+                else _infiniband(name, link, ib, ib_why, scan, scan_why, rated))
         port: Port = {"host": host, "port": name, "expected": (link["leaf"], link["port"]), "rail": link["rail"],
                       "found": (seen["switch"], seen["switch_port"]) if "switch" in seen else None,
                       "status": seen["status"], "reason": seen.get("reason", ""), "source": seen.get("source"),

@@ -76,14 +76,15 @@ def cabling_checks(nodes: Mapping[str, Mapping[str, Any]], iblinkinfo: Optional[
 
     Returns ``{"checks": {host: check dict for gate_record (name ``cabling``, ``required``)}, "actions": [one
     technician action per swapped pair or bad port], "swaps": [[port a, port b]], "found": {host: [{port,
-    switch, switch_port, width, speed}]}, "domains": {host: [cluster_uuid, clique_id]}}``.  Raises
-    :class:`SymphonyError` when the fabric scan is unreadable (every InfiniBand verdict would rest on it).
+    switch, switch_port, width, speed}]}, "domains": {host: [cluster_uuid, clique_id]}}``.  An absent or
+    unreadable fabric scan leaves the InfiniBand ports not judged, with that reason.
     """
     site_fabric = site_fabric or {}
+    scan_why = "" if iblinkinfo else "no fabric scan (iblinkinfo) was read"
     try:
         scan = scan_index(iblinkinfo)
-    except ParseError as exc:
-        raise SymphonyError("the fabric scan (iblinkinfo) is unreadable: %s" % exc.message, where="iblinkinfo")
+    except ParseError as exc:  # the Ethernet ports and NVLink domains are still judged
+        scan, scan_why = {}, "the fabric scan (iblinkinfo) is unreadable: %s" % exc.message
     plan = {h: {"links": (n.get("twin") or {}).get("fabric") or [],
                 "nvlink_domain": (n.get("twin") or {}).get("nvlink_domain")} for h, n in nodes.items()}
     switches: Dict[str, Any] = {}
@@ -94,7 +95,7 @@ def cabling_checks(nodes: Mapping[str, Mapping[str, Any]], iblinkinfo: Optional[
     for host, node in nodes.items():
         site = (node.get("twin") or {}).get("site")
         optimised = bool((site_fabric.get(site) or {}).get("rail_optimised"))
-        ports[host] = judge_ports(host, plan[host], node, scan, rails, optimised, rated or {})
+        ports[host] = judge_ports(host, plan[host], node, scan, rails, optimised, rated or {}, scan_why)
     every = [p for host_ports in ports.values() for p in host_ports]
     swaps = find_swaps(every)
     todo = actions(every, swaps)
