@@ -28,6 +28,11 @@ options:
     description: The C(domains) result of M(symphony.cluster.cabling_check) (host -> [ClusterUUID, CliqueId]).
     type: dict
     default: {}
+  from_ledger:
+    description: Read the found topology from the latest C(cabling) results in the ledger instead of O(found) and
+      O(domains) (at handoff, in a later play than burn_in's).
+    type: bool
+    default: false
   domain_names:
     description: Host -> planned NVLink domain name (the twin's C(nvlink_domain)), naming the blocks.
     type: dict
@@ -48,6 +53,7 @@ options:
     description: The Slurm version (C(scontrol --version) output) instead of asking the installed scontrol.
     type: str
 extends_documentation_fragment:
+  - symphony.cluster.ledger
   - symphony.cluster.attributes
   - symphony.cluster.attributes.CONTROLLER
 attributes:
@@ -62,6 +68,12 @@ attributes:
 """
 
 EXAMPLES = r"""
+- name: At handoff, from the ledger's latest cabling results
+  symphony.cluster.slurm_topology:
+    from_ledger: true
+    dest: /etc/slurm/topology.conf
+  delegate_to: localhost
+
 - name: Hand the verified topology to Slurm
   symphony.cluster.slurm_topology:
     found: "{{ cabling.found }}"
@@ -119,6 +131,8 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fabric.topology 
 ARGUMENT_SPEC = {
     "found": {"type": "dict", "default": {}},
     "domains": {"type": "dict", "default": {}},
+    "from_ledger": {"type": "bool", "default": False},
+    "ledger": {"type": "str"},
     "domain_names": {"type": "dict", "default": {}},
     "twin": {"type": "path"},
     "form": {"type": "str", "choices": ["auto", "tree", "block"], "default": "auto"},

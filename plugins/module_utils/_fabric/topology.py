@@ -19,6 +19,7 @@ import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .._core.errors import SymphonyError
+from .._core.ledger import open_ledger
 from .._core.twin import load_twin
 from .._host import process
 
@@ -152,10 +153,27 @@ def _installed_version() -> Tuple[Optional[Tuple[int, int]], str]:
     return slurm_version(result.stdout), result.stdout.strip()
 
 
+def found_from_ledger(ledger: Any) -> Tuple[Dict[str, List[Dict[str, Any]]], Dict[str, List[str]]]:
+    """``(found, domains)`` as ``cabling_check`` returns them, from the latest ``cabling`` result of every node in
+    ``ledger`` (its evidence: per port the switch port found, the NVLink domain found)."""
+    found: Dict[str, List[Dict[str, Any]]] = {}
+    domains: Dict[str, List[str]] = {}
+    for res in ledger.current_results():
+        if res.check != "cabling":
+            continue
+        evidence = res.evidence or {}
+        found[res.node] = [{"port": p.get("port"), "switch": p["found"][0], "switch_port": p["found"][1]}
+                           for p in evidence.get("ports") or () if p.get("found")]
+        if (evidence.get("nvlink_domain") or {}).get("found"):
+            domains[res.node] = list(evidence["nvlink_domain"]["found"])
+    return found, domains
+
+
 def run_topology(params: Mapping[str, Any], check_mode: bool) -> Dict[str, Any]:
     """The ``slurm_topology`` module: topology.conf from the cabling check's verified topology.
 
-    ``params``: ``found``/``domains`` (``cabling_check``'s results), ``domain_names`` (host -> planned domain),
+    ``params``: ``found``/``domains`` (``cabling_check``'s results, or with ``from_ledger`` the latest ``cabling``
+    results in ``ledger``: :func:`found_from_ledger`), ``domain_names`` (host -> planned domain),
     ``twin`` (its sites' switches: uplinks), ``form`` (``tree``, ``block`` or ``auto``: block when NVLink domains
     were found and the installed Slurm has it), ``dest``, ``slurm_version`` (else ``scontrol --version``).
     Returns ``{changed, dest, form, content, supported, message, tree, blocks, slurm_version, diff}``; a form the
@@ -170,8 +188,11 @@ def run_topology(params: Mapping[str, Any], check_mode: bool) -> Dict[str, Any]:
         version, version_text = slurm_version(params["slurm_version"]), params["slurm_version"]
     else:
         version, version_text = _installed_version()
-    found_tree = tree(params.get("found") or {}, switches)
-    found_blocks = blocks(params.get("domains") or {}, params.get("domain_names"))
+    found, domains = params.get("found") or {}, params.get("domains") or {}
+    if params.get("from_ledger"):
+        found, domains = found_from_ledger(open_ledger(params.get("ledger")))
+    found_tree = tree(found, switches)
+    found_blocks = blocks(domains, params.get("domain_names"))
     form = params.get("form") or "auto"
     message = ""
     if form == "auto":
