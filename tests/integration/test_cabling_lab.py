@@ -99,3 +99,21 @@ def test_swapped_pair_and_missing_neighbour_found_from_real_lldp(cabled, tmp_pat
                            check=True, timeout=scaled(30)).stdout
     assert "SwitchName=leaf1+leaf2" in shown and "Nodes=lab[1-2]" in shown, shown
     assert "SwitchName=spine1" in shown, shown
+
+
+def test_cables_swapped_while_the_lab_runs_are_found(cabled, tmp_path):
+    lab, plan = cabled
+    twin_path, twins = _twin(tmp_path, plan)
+    lab.swap_cables("lab1")
+    deadline = time.monotonic() + scaled(30)
+    while True:  # the old neighbours age out within lldpd's 4 s TTL
+        seen = {(r["iface"], r["chassis_name"]) for r in parse_lldp_neighbors(lab.lldp_neighbors("lab1"))}
+        if seen == {("rail0", "leaf2"), ("rail1", "leaf1")} or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert seen == {("rail0", "leaf2"), ("rail1", "leaf1")}
+    out = run_cabling({"nodes": {h: {"twin": twins[h], "required": True, "lldp": lab.lldp_neighbors(h)}
+                                 for h in HOSTS}, "twin": twin_path})
+    assert out["checks"]["lab1"]["status"] == "fail"
+    assert sorted(out["swaps"]) == [["lab1 rail0", "lab1 rail1"], ["lab2 rail0", "lab2 rail1"]]
+    assert len([a for a in out["actions"] if a["kind"] == "swap"]) == 2

@@ -599,6 +599,20 @@ class Lab:
         self._state = state
         self._write_state()
 
+    def swap_cables(self, host):
+        """Exchange the cables of lab host ``host``'s two rails while the lab runs (the demo's swapped pair:
+        ``_lldp.swap_commands``); the old neighbours age out within lldpd's 4 s TTL.  Returns the new wiring."""
+        state = self._require_state()
+        if not state.get("lldp"):
+            raise LabError("the lab's fabric is not cabled (Lab.lldp_up)", where="swap_cables")
+        cmds, plan = _lldp.swap_commands(state["lldp"], host)
+        for argv in cmds:
+            _proc.run(argv, where="swap %s" % host)
+        state["lldp"] = plan
+        self._state = state
+        self._write_state()
+        return plan
+
     def lldp_neighbors(self, name):
         """``lldpcli -f json show neighbors`` as lab host (or switch) ``name``'s lldpd prints it (str)."""
         return _proc.run([_which("lldpcli"), "-u", _lldp.SOCKET % name, "-f", "json", "show", "neighbors"],

@@ -67,8 +67,10 @@ def up_commands(plan):
 
 
 def daemon_config(name, silent_ports=()):
-    """lldpd's ``-O`` file for namespace ``name``: its system name, interface-name port ids, silent ports."""
-    lines = ["configure system hostname %s" % name, "configure lldp portidsubtype ifname"]
+    """lldpd's ``-O`` file for namespace ``name``: its system name, interface-name port ids, a frame every second
+    with a 4 s TTL (a recabled port forgets its old neighbour in seconds, not lldpd's default 120 s), silent ports."""
+    lines = ["configure system hostname %s" % name, "configure lldp portidsubtype ifname",
+             "configure lldp tx-interval 1", "configure lldp tx-hold 4"]
     lines += ["configure ports %s lldp status rx-only" % port for port in silent_ports]
     return "\n".join(lines) + "\n"
 
@@ -95,3 +97,25 @@ def twin_fabric(plan, host):
     """The twin ``fabric`` entries of ``host`` as planned (the unswapped wiring): one Ethernet port per rail."""
     return [{"rail": c["rail"], "leaf": c["planned_leaf"], "port": c["planned_port"], "iface": c["iface"],
              "link_layer": "ethernet"} for c in plan["cables"] if c["host"] == host]
+
+
+def swap_commands(plan, host):
+    """The ``ip`` argv lists that exchange the cables of ``host``'s first two rails while the lab runs (a
+    technician's swapped pair): both veth pairs are unplugged (deleted) and plugged in again, each host rail on the
+    other's leaf port.  Moving the switch ends between namespaces instead would keep their names and ifindexes, and
+    lldpd would go on sending on the departed device.  Returns ``(commands, new plan)``.  Raises LabError for a
+    host without two rails."""
+    mine = [c for c in plan["cables"] if c["host"] == host and c["rail"] in (0, 1)]
+    if len(mine) != 2:
+        raise LabError("lab host %r has no two rails to swap" % host, where="swap")
+    netns = {s["name"]: s["netns"] for s in plan["switches"]}
+    a, b = mine
+    swapped = [dict(a, leaf=b["leaf"], switch_port=b["switch_port"]), dict(b, leaf=a["leaf"], switch_port=a["switch_port"])]
+    cmds = [["ip", "-n", c["netns"], "link", "delete", c["iface"]] for c in mine]
+    for c in swapped:
+        cmds += [["ip", "link", "add", c["iface"], "netns", c["netns"], "type", "veth", "peer", "name",
+                  c["switch_port"], "netns", netns[c["leaf"]]],
+                 ["ip", "-n", c["netns"], "link", "set", c["iface"], "up"],
+                 ["ip", "-n", netns[c["leaf"]], "link", "set", c["switch_port"], "up"]]
+    cables = [swapped[0] if c is a else swapped[1] if c is b else c for c in plan["cables"]]
+    return cmds, dict(plan, cables=cables)

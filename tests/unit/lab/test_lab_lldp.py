@@ -31,6 +31,7 @@ def test_daemons_get_their_own_socket_name_and_silent_ports():
     assert daemons["lab1"]["interfaces"] == "rail0,rail1" and daemons["leaf1"]["interfaces"] == "swp*"
     assert daemons["lab1"]["socket"] == "/run/lldpd-lab1.sock"
     assert daemons["leaf2"]["config"] == ("configure system hostname leaf2\nconfigure lldp portidsubtype ifname\n"
+                                          "configure lldp tx-interval 1\nconfigure lldp tx-hold 4\n"
                                           "configure ports swp1 lldp status rx-only\n")
     argv = _lldp.lldpd_argv("/usr/sbin/lldpd", "/usr/sbin/lldpcli", daemons["leaf2"], "/x/leaf2.conf")
     assert argv == ["/usr/sbin/lldpd", "-d", "-u", "/run/lldpd-leaf2.sock", "-I", "swp*", "-L", "/usr/sbin/lldpcli",
@@ -49,3 +50,17 @@ def test_lab_slurm_uses_the_tree_plugin_with_a_flat_start():
     assert _slurm.render_flat_topology(hosts) == "SwitchName=lab-flat Nodes=lab1,lab2\n"
     conf = _slurm.render_conf("vm", "10.77.0.1", hosts, {k: 1 for k in _slurm._NODE_FIELDS}, "/r")
     assert "TopologyPlugin=topology/tree" in conf.splitlines()
+
+
+def test_swap_at_runtime_replugs_both_cables_and_updates_the_wiring():
+    _bridge, hosts = _net.host_plan(2)
+    plan = _lldp.fabric_plan(hosts, leaves=2)
+    cmds, after = _lldp.swap_commands(plan, "lab1")
+    assert cmds[:2] == [["ip", "-n", "lab1", "link", "delete", "rail0"], ["ip", "-n", "lab1", "link", "delete", "rail1"]]
+    assert cmds[2] == ["ip", "link", "add", "rail0", "netns", "lab1", "type", "veth", "peer", "name", "swp1", "netns",
+                       "symsw-leaf2"]
+    wired = {(c["host"], c["iface"]): c["leaf"] for c in after["cables"]}
+    assert wired == {("lab1", "rail0"): "leaf2", ("lab1", "rail1"): "leaf1", ("lab2", "rail0"): "leaf1",
+                     ("lab2", "rail1"): "leaf2"}
+    with pytest.raises(LabError):
+        _lldp.swap_commands(_lldp.fabric_plan(hosts, leaves=1), "lab1")
