@@ -21,7 +21,7 @@ export SYMPHONY_SHARED := $(SHARED)
 
 # Debian packages the tests and the demo use (installed only when missing).
 DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
-                chromium rsync procps postgresql
+                chromium rsync procps postgresql lldpd
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
         test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \

@@ -29,7 +29,7 @@ import socket
 import subprocess
 import time
 
-from . import _calibrate, _net, _proc, _slurm, _ssh
+from . import _calibrate, _lldp, _net, _proc, _slurm, _ssh
 from ._errors import LabError
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ REQUIRED = {
     "setpriv": "util-linux", "sshd": "openssh-server", "ssh": "openssh-client", "ssh-keygen": "openssh-client",
     "slurmctld": "slurm-wlm", "slurmd": "slurm-wlm", "sbatch": "slurm-wlm", "srun": "slurm-wlm",
     "sinfo": "slurm-wlm", "scontrol": "slurm-wlm", "munged": "munge", "munge": "munge", "unmunge": "munge",
-    "mungekey": "munge", "iperf3": "iperf3",
+    "mungekey": "munge", "iperf3": "iperf3", "lldpd": "lldpd", "lldpcli": "lldpd",
 }
 _SBIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -361,6 +361,7 @@ class Lab:
         hw = _slurm.parse_slurmd_c(_proc.run([_which("slurmd"), "-C"]).stdout)
         ctld_host = socket.gethostname().split(".")[0]
         self.slurm_conf.write_text(_slurm.render_conf(ctld_host, self.bridge_address, self._hosts, hw, self.root))
+        (self.slurm_dir / "topology.conf").write_text(_slurm.render_flat_topology(self._hosts))
         for h in self._hosts:
             (self.slurm_dir / "spool" / h["name"]).mkdir(parents=True, exist_ok=True)
         self._link_etc_slurm()
@@ -427,6 +428,7 @@ class Lab:
             _proc.stop_pid(entry["pid"], marker=entry.get("marker"))
         netns = set(_proc.run(["ip", "netns", "list"], check=False).stdout.split())
         names = {h["netns"] for h in state.get("hosts", [])} | {h["netns"] for h in _net.host_plan(_net.MAX_HOSTS)[1]}
+        names |= {_lldp.SWITCH_PREFIX + "leaf%d" % i for i in range(1, 9)}  # the cabled fabric's switches
         ours = sorted(names & netns)
         for ns in ours:  # whatever still runs inside a lab namespace was started there by or through the lab
             for pid in _proc.run(["ip", "netns", "pids", ns], check=False).stdout.split():
@@ -548,6 +550,73 @@ class Lab:
     def degradations(self):
         """``{"interfaces": {host: Mbit/s}, "links": [[a, b, Mbit/s]]}`` as recorded in the state file."""
         return self._require_state()["degradations"]
+
+    # ------------------------------------------------------------------ cabled fabric (LLDP)
+    def lldp_up(self, leaves=2, swap=(), silent=()):
+        """Cable every lab host to ``leaves`` switch namespaces and run lldpd in each namespace (see ``_lldp``):
+        ``swap`` hosts have their two rails' cables exchanged, ``silent`` ``(leaf, host)`` switch ports send no
+        LLDP.  Waits until every daemon's socket answers; returns the wiring plan (also in the state file)."""
+        state = self._require_state()
+        if state.get("lldp"):
+            raise LabError("the lab's fabric is already cabled; bring the lab down first", where="lldp_up")
+        plan = _lldp.fabric_plan(self._hosts, leaves, swap, silent)
+        self._state = state
+        self._state["lldp"] = plan
+        self._write_state()
+        for argv in _lldp.up_commands(plan):
+            _proc.run(argv, where="fabric")
+        conf_dir = self.root / "lldp"
+        conf_dir.mkdir(exist_ok=True)
+        lldpd, lldpcli = _which("lldpd"), _which("lldpcli")
+        running = _lldp.daemons(plan, {h["name"]: h["netns"] for h in self._hosts})
+        for daemon in running:
+            conf = conf_dir / ("%s.conf" % daemon["name"])
+            conf.write_text(daemon["config"])
+            pid = _proc.spawn(["nsenter", "--net=/run/netns/%s" % daemon["netns"]]
+                              + _lldp.lldpd_argv(lldpd, lldpcli, daemon, conf),
+                              self.log_dir / ("lldpd-%s.log" % daemon["name"]))
+            # lldpd renames itself "lldpd: monitor.": the marker is what its command line still says
+            self._record_pid("lldpd@%s" % daemon["name"], pid, "lldpd")
+        for daemon in running:
+            _proc.wait_for(lambda d=daemon: _proc.run([lldpcli, "-u", d["socket"], "show", "configuration"],
+                                                      check=False, timeout=5).returncode == 0,
+                           15, interval=0.2, what="lldpd of %s to answer" % daemon["name"])
+        return plan
+
+    def lldp_down(self):
+        """Undo :meth:`lldp_up`: stop the lldpd daemons by their recorded pids, delete the switch namespaces (their
+        veth cables go with them).  A lab without a cabled fabric is left as it is."""
+        state = self._require_state()
+        plan = state.get("lldp")
+        if not plan:
+            return
+        for entry in [p for p in state["pids"] if p["role"].startswith("lldpd@")]:
+            _proc.stop_pid(entry["pid"], marker=entry["marker"])
+        for switch in plan["switches"]:
+            _proc.run(["ip", "netns", "delete", switch["netns"]], check=False)
+        state["pids"] = [p for p in state["pids"] if not p["role"].startswith("lldpd@")]
+        state.pop("lldp")
+        self._state = state
+        self._write_state()
+
+    def swap_cables(self, host):
+        """Exchange the cables of lab host ``host``'s two rails while the lab runs (the demo's swapped pair:
+        ``_lldp.swap_commands``); the old neighbours age out within lldpd's 4 s TTL.  Returns the new wiring."""
+        state = self._require_state()
+        if not state.get("lldp"):
+            raise LabError("the lab's fabric is not cabled (Lab.lldp_up)", where="swap_cables")
+        cmds, plan = _lldp.swap_commands(state["lldp"], host)
+        for argv in cmds:
+            _proc.run(argv, where="swap %s" % host)
+        state["lldp"] = plan
+        self._state = state
+        self._write_state()
+        return plan
+
+    def lldp_neighbors(self, name):
+        """``lldpcli -f json show neighbors`` as lab host (or switch) ``name``'s lldpd prints it (str)."""
+        return _proc.run([_which("lldpcli"), "-u", _lldp.SOCKET % name, "-f", "json", "show", "neighbors"],
+                         where=name).stdout
 
     def _require_state(self):
         state = self._read_state()

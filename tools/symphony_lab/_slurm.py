@@ -61,6 +61,8 @@ def render_conf(ctld_hostname, ctld_address, hosts, node_hw, root, partition=PAR
         "SchedulerType=sched/backfill",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
+        # topology.conf next to this file: a flat switch at lab up, the verified tree once the cabling check ran
+        "TopologyPlugin=topology/tree",
         "ReturnToService=2",
         "SlurmctldTimeout=30",
         "SlurmdTimeout=60",
@@ -86,3 +88,9 @@ def parse_sinfo(text):
         if len(parts) >= 2:
             states[parts[0]] = parts[1]
     return states
+
+
+def render_flat_topology(hosts):
+    """topology.conf for the lab before its cabling is verified: one switch over every lab host (the tree
+    plugin needs the file at slurmctld start; slurm_topology replaces it with what the cabling check found)."""
+    return "SwitchName=lab-flat Nodes=%s\n" % ",".join(h["name"] for h in hosts)

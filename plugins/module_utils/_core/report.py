@@ -45,7 +45,8 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
     is ``optional`` or ``waived`` for a check that did not pass and did not close the gate; ``warnings`` the
     result's fleet-outlier warnings; ``tls_unverified``: the result was read from its BMC with
     validate_certs=false), ``dispatch``,
-    ``firmware``, ``events``, ``charts`` (series pulled from evidence).
+    ``firmware``, ``events``, ``charts`` (series pulled from evidence), ``topology`` (switch -> nodes its ports
+    were found cabled to by the ``cabling`` check).
     """
     nodes = dict(nodes or {})
     results = ledger.current_results()
@@ -130,7 +131,19 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
         "firmware": firmware,
         "events": ledger.events(),
         "charts": _chart_series(results),
+        "topology": _topology(results),
     }
+
+
+def _topology(results: Iterable[CheckResult]) -> Dict[str, List[str]]:
+    """Switch -> nodes, from what the latest ``cabling`` results found on each port (verified, not planned)."""
+    out: Dict[str, set] = {}
+    for res in results:
+        if res.check == "cabling":
+            for port in (res.evidence or {}).get("ports") or ():
+                if port.get("found"):
+                    out.setdefault(str(port["found"][0]), set()).add(res.node)
+    return {switch: sorted(hosts) for switch, hosts in sorted(out.items())}
 
 
 def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:

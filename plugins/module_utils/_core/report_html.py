@@ -184,6 +184,10 @@ def render_html(data: Dict[str, Any], title: str = "symphony.cluster handoff rep
         [esc(str(d[k] if d[k] is not None else "")) for k in
          ("site", "rack", "u", "hostname", "serial", "stage", "check", "reason", "remediation")]
         for d in data["dispatch"]]) if data["dispatch"] else "<p>nothing to dispatch</p>")
+    parts.append("<h2 id='topology'>Topology (verified cabling)</h2>")
+    parts.append(_table(["switch", "nodes"], [[esc(switch), esc(", ".join(hosts))] for switch, hosts in
+                                              data.get("topology", {}).items()])
+                 if data.get("topology") else "<p>no cabling verified</p>")
     parts.append("<h2 id='firmware'>Firmware before / after</h2>")
     shown = [f for f in data["firmware"] if f["changed"] or f["status"] != "pass"]
     parts.append("<p>%d components checked on %d nodes; %d updated or not passing are listed.</p>" % (

@@ -5,8 +5,9 @@
 
 A twin file (``inventories/<site>/*.twin.yml``) holds sites -> racks (BMC subnet,
 location) -> nodes (U position, hostname, SKU, chassis serial, asset tag, BMC MAC,
-optional BMC address override, in-band address, fabric rail/leaf/port) and marks
-spares.  Planned BMC addresses come from the rack subnet and the U position with
+optional BMC address override, in-band address, the cabling plan: per node port its rail and the leaf switch
+port it must reach, the node's NVLink domain) and marks spares; a site may describe its switches (leaf rails,
+spine uplinks).  Planned BMC addresses come from the rack subnet and the U position with
 netaddr, deterministically: ``subnet.network + bmc_first_host + u``.
 
 Loading is all or nothing: the first inconsistency raises :class:`TwinError`
@@ -32,6 +33,21 @@ except ImportError:
     HAS_NETADDR = False
 
 _NAME = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
+# One cable of the cabling plan: the node port (HCA name and port, netdev, PCI address), its rail, and the switch
+# and switch port it must reach.  width/speed: the rate the link must train at (IBTA names: 4X, NDR).
+CABLE_PROPERTIES: Dict[str, Any] = {
+    "rail": {"type": "integer", "minimum": 0},
+    "leaf": _NAME,
+    "port": {"type": ["integer", "string"]},
+    "nic": {"type": "string", "minLength": 1},
+    "hca_port": {"type": "integer", "minimum": 1},
+    "iface": {"type": "string", "minLength": 1},
+    "pci": {"type": "string", "pattern": "^([0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$"},
+    "link_layer": {"enum": ["infiniband", "ethernet"]},
+    "gpu_local": {"type": "boolean"},
+    "width": {"enum": ["1X", "2X", "4X", "8X", "12X"]},
+    "speed": {"enum": ["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]},
+}
 
 TWIN_SCHEMA: Dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -49,6 +65,23 @@ TWIN_SCHEMA: Dict[str, Any] = {
                 "properties": {
                     "name": _NAME,
                     "description": {"type": "string"},
+                    # the site's switches, where the cabling plan needs more than the node ports name: leaf rails
+                    # (rail-optimised fabrics) and leaf -> spine uplinks (Slurm topology/tree)
+                    "fabric": {
+                        "type": "object", "additionalProperties": False,
+                        "properties": {
+                            "rail_optimised": {"type": "boolean"},
+                            "switches": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object", "additionalProperties": False, "required": ["name", "tier"],
+                                    "properties": {"name": _NAME, "tier": {"enum": ["leaf", "spine"]},
+                                                   "rail": {"type": "integer", "minimum": 0},
+                                                   "uplinks": {"type": "array", "items": _NAME}},
+                                },
+                            },
+                        },
+                    },
                     "racks": {
                         "type": "array", "minItems": 1,
                         "items": {
@@ -83,14 +116,12 @@ TWIN_SCHEMA: Dict[str, Any] = {
                                                 "items": {
                                                     "type": "object", "additionalProperties": False,
                                                     "required": ["rail", "leaf", "port"],
-                                                    "properties": {
-                                                        "rail": {"type": "integer", "minimum": 0},
-                                                        "leaf": _NAME,
-                                                        "port": {"type": ["integer", "string"]},
-                                                        "nic": {"type": "string"},
-                                                    },
+                                                    "properties": CABLE_PROPERTIES,
                                                 },
                                             },
+                                            # GB200 NVL72 and other NVLink-domain SKUs: the rack-scale NVLink
+                                            # domain this node's GPUs must join (its name in the plan)
+                                            "nvlink_domain": _NAME,
                                         },
                                     },
                                 },
@@ -105,7 +136,8 @@ TWIN_SCHEMA: Dict[str, Any] = {
 
 
 class Twin:
-    """A validated twin.  ``nodes`` maps hostname to a flat node dict."""
+    """A validated twin.  ``nodes`` maps hostname to a flat node dict; ``fabric`` maps a site to its switches
+    (``{"rail_optimised": bool, "switches": {name: {name, tier, rail, uplinks}}}``)."""
 
     def __init__(self, path: str, nodes: Dict[str, Dict[str, Any]], sites: Dict[str, Dict[str, Any]],
                  sku_dir: Optional[str]) -> None:
@@ -113,6 +145,7 @@ class Twin:
         self.nodes = nodes
         self.sites = sites
         self.sku_dir = sku_dir
+        self.fabric: Dict[str, Dict[str, Any]] = {}
 
     def spares(self) -> List[str]:
         """Hostnames of the spare pool, in twin order."""
@@ -169,6 +202,7 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
     nodes: Dict[str, Dict[str, Any]] = {}
     seen: Dict[str, Dict[str, str]] = {"serial": {}, "bmc_mac": {}, "bmc_address": {}, "inband_address": {}}
     sites: Dict[str, Dict[str, Any]] = {}
+    site_fabric: Dict[str, Dict[str, Any]] = {}
     site_paths: Dict[str, str] = {}
     rack_paths: Dict[str, str] = {}
     ports: Dict[str, Tuple[str, str]] = {}
@@ -178,6 +212,7 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                             where="%s: $.sites[%d].name" % (path, si))
         site_paths[site["name"]] = "$.sites[%d].name" % si
         sites[site["name"]] = {"racks": []}
+        site_fabric[site["name"]] = _site_fabric(site.get("fabric") or {}, "%s: $.sites[%d].fabric" % (path, si))
         for ri, rack in enumerate(site["racks"]):
             rack_path = "$.sites[%d].racks[%d]" % (si, ri)
             # one Ansible group rack_<name> per name, whatever the site: two racks would merge into one
@@ -243,6 +278,7 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                         raise TwinError("%s %s is taken twice (also %s)" % (key, value, seen[key][value]),
                                         where=where + "." + key)
                     seen[key][value] = host
+                node_ports: Dict[str, int] = {}
                 for li, link in enumerate(node.get("fabric", ())):
                     # Twin.links() keys a link by "<leaf>:<port>" (port 7 and "7" alike): one cable per port
                     port = "%s:%s" % (link["leaf"], link["port"])
@@ -251,6 +287,11 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                         raise TwinError("switch port %s is cabled twice (also %s at %s)" % ((port,) + ports[port]),
                                         where="%s.fabric[%d]" % (where, li))
                     ports[port] = (host, link_path)
+                    local = node_port_name(link)
+                    if local and local in node_ports:
+                        raise TwinError("node port %s is cabled twice (also fabric[%d])" % (local, node_ports[local]),
+                                        where="%s.fabric[%d]" % (where, li))
+                    node_ports[local or link_path] = li
                 nodes[host] = {
                     "hostname": host, "site": site["name"], "rack": rack["name"],
                     "rack_location": rack.get("location", ""), "u": node["u"], "sku": node["sku"],
@@ -258,6 +299,7 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                     "bmc_address": address, "bmc_address_planned": planned, "bmc_subnet": str(subnet),
                     "inband_address": inband, "spare": bool(node.get("spare", False)),
                     "fabric": node.get("fabric", []), "twin_path": npath,
+                    "nvlink_domain": node.get("nvlink_domain"),
                 }
                 if node.get("bmc_system_id"):
                     nodes[host]["bmc_system_id"] = node["bmc_system_id"]
@@ -265,7 +307,33 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
     sku_dir = data.get("sku_dir")
     if sku_dir and not os.path.isabs(sku_dir):
         sku_dir = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), sku_dir))
-    return Twin(path, nodes, sites, sku_dir)
+    twin = Twin(path, nodes, sites, sku_dir)
+    twin.fabric = site_fabric
+    return twin
+
+
+def node_port_name(link: Dict[str, Any]) -> Optional[str]:
+    """How the cabling plan names a node port, as the cabling check reports it: ``"mlx5_3 port 1"`` (HCA and
+    port), else the netdev (``"eth2"``) or the PCI address; None when the link names no node port."""
+    if link.get("nic"):
+        return "%s port %d" % (link["nic"], link.get("hca_port", 1))
+    return link.get("iface") or link.get("pci")
+
+
+def _site_fabric(fabric: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """The site's ``fabric`` block checked: unique switch names, uplinks that name one of the site's spines.
+    Returns ``{"rail_optimised": bool, "switches": {name: switch dict}}``."""
+    switches: Dict[str, Dict[str, Any]] = {}
+    for index, switch in enumerate(fabric.get("switches") or ()):
+        if switch["name"] in switches:
+            raise TwinError("switch %r is listed twice" % switch["name"], where="%s.switches[%d]" % (where, index))
+        switches[switch["name"]] = switch
+    for index, switch in enumerate(fabric.get("switches") or ()):
+        for uplink in switch.get("uplinks") or ():
+            if switches.get(uplink, {}).get("tier") != "spine":
+                raise TwinError("uplink %r of %s is not a spine switch of this site" % (uplink, switch["name"]),
+                                where="%s.switches[%d].uplinks" % (where, index))
+    return {"rail_optimised": bool(fabric.get("rail_optimised", False)), "switches": switches}
 
 
 def _same_bmc(node: Dict[str, Any], other: Dict[str, Any]) -> bool:

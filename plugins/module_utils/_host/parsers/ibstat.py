@@ -14,6 +14,10 @@ TOOL = "ibstat"
 _CA = re.compile(r"^CA '([^']+)'\s*$")
 _PORT = re.compile(r"^\s+Port (\d+):\s*$")
 _KV = re.compile(r"^\s+([^:]+):\s*(.*)$")
+# built once: the parser runs over thousands of HCAs in one cabling check (tests/bench/bench_topology.py)
+_PORT_FIELDS = {"State": "state", "Physical state": "physical_state", "Link layer": "link_layer",
+                "Base lid": "lid", "Port GUID": "port_guid"}
+_CA_FIELDS = {"CA type": "type", "Firmware version": "firmware", "Node GUID": "node_guid"}
 
 
 def parse_ibstat(text: str) -> list[dict[str, Any]]:
@@ -28,7 +32,7 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
     ca: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
     for line in text.splitlines():
-        match = _CA.match(line)
+        match = _CA.match(line) if line.startswith("CA") else None
         if match:
             ca = {"ca": match.group(1), "type": None, "ports_count": None, "firmware": None, "node_guid": None,
                   "ports": []}
@@ -37,7 +41,7 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
             continue
         if ca is None:
             continue
-        match = _PORT.match(line)
+        match = _PORT.match(line) if "Port " in line else None
         if match:
             port = {"port": int(match.group(1)), "state": None, "physical_state": None, "rate_gbps": None,
                     "link_layer": None, "lid": None, "port_guid": None}
@@ -47,16 +51,14 @@ def parse_ibstat(text: str) -> list[dict[str, Any]]:
         if not match:
             continue
         key, value = match.group(1).strip(), match.group(2).strip()
-        depth = line[:len(line) - len(line.lstrip())].replace("    ", "\t").count("\t")
-        if port is not None and depth >= 2:
-            field = {"State": "state", "Physical state": "physical_state", "Link layer": "link_layer",
-                     "Base lid": "lid", "Port GUID": "port_guid"}.get(key)
+        if port is not None and line[:len(line) - len(line.lstrip())].replace("    ", "\t").count("\t") >= 2:
+            field = _PORT_FIELDS.get(key)
             if field:
                 port[field] = value
             elif key == "Rate":
                 port["rate_gbps"] = number(value)
         else:
-            field = {"CA type": "type", "Firmware version": "firmware", "Node GUID": "node_guid"}.get(key)
+            field = _CA_FIELDS.get(key)
             if field:
                 ca[field] = value
             elif key == "Number of ports":
