@@ -91,7 +91,15 @@ options:
     elements: dict
     required: true
   telemetry_file:
-    description: The run's telemetry file (JSON lines or CSV); without it telemetry is C(not_run).
+    description: The run's telemetry file (JSON lines or CSV), where no sampler runs in the job.
+    type: path
+  nccl_not_run:
+    description: Why the NCCL sweep could not run; recorded as C(nccl_sweep_all_reduce) C(not_run) per node.
+    type: str
+  telemetry_dir:
+    description:
+      - Where the job's GPU samplers write (the template's C(job.telemetry_dir), one folder per job). Preferred over
+        O(telemetry_file); with neither, telemetry is C(not_run).
     type: path
   thermal:
     description: C(z_threshold), C(delta_c), C(max_temp_margin_c) (SKU C(validation.thermal)).
@@ -262,6 +270,8 @@ ARGUMENT_SPEC = {
     "log_format": {"type": "str", "choices": ["torchtitan", "megatron", "smoke"], "default": "torchtitan"},
     "targets": {"type": "list", "elements": "dict", "required": True},
     "telemetry_file": {"type": "path"},
+    "telemetry_dir": {"type": "path"},
+    "nccl_not_run": {"type": "str"},
     "thermal": {"type": "dict", "default": {}},
     "max_operating_temp_c": {"type": "float"},
     "max_attempts": {"type": "int", "default": 3},

@@ -9,10 +9,13 @@ ledger's burn_in gates, drain through Slurm, ledger records and the handoff cert
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from typing import Any, Dict, List, Optional, TypedDict
 
 from .._core.errors import SymphonyError, ToolNotFoundError, ValidationError
+from .._core.gate import CheckResult
 from .._host import slurm as _slurm
 from . import handoff as _handoff
 from . import mfu as _mfu
@@ -24,7 +27,8 @@ from .evict import blocked_results, node_results, pick_spares, run_validation, s
 
 
 def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, partition=None, model=None,
-                   gpu=None, gpus_per_node=8, warmup=1, poll_s=2.0, names=None, stragglers=None, clusters=None):
+                   gpu=None, gpus_per_node=8, warmup=1, poll_s=2.0, names=None, stragglers=None, clusters=None,
+                   telemetry_dir=None, sample_dirs=None):
     """A ``launch`` callable: sbatch the scale's script on the scale's nodes, wait, parse the log, compute MFU.
 
     ``script``: one sbatch script for every scale, or ``callable(scale, n_nodes) -> path`` (one script per scale
@@ -36,7 +40,9 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, part
     log confirms (:func:`_precision.confirm`); MFU is against that precision's dense peak, and a log that does
     not confirm the scale's precision gives ``precision_error`` and no MFU.  ``stragglers``: the SKU's
     ``validation.stragglers``.  ``clusters``: a dict the launcher fills with ``{node: cluster}`` where sbatch
-    answered a federated cluster, so the node is drained there.
+    answered a federated cluster, so the node is drained there.  ``telemetry_dir``: where the job's samplers
+    write (``<telemetry_dir>/<job id>/``, the template's ``job.telemetry_dir``); each job's directory is appended
+    to ``sample_dirs[attempt]``.
     """
     names = names or {}
     to_node = {slurm_name: node for node, slurm_name in names.items()}
@@ -51,6 +57,8 @@ def slurm_launcher(slurm, script, log_dir, job_name, timeout_s, log_format, part
             clusters.update((n, job["cluster"]) for n in nodes)
         log = job.get("stdout") or os.path.join(log_dir, "%s-%s.out" % (name, job_id))
         out = {"job": job, "log": log, "mfu": None, "script": path}
+        if telemetry_dir and sample_dirs is not None:
+            sample_dirs.setdefault(attempt, []).append(os.path.join(telemetry_dir, str(job_id)))
         try:
             text = _recipes.read_log(log)
             ranks = _stragglers.per_rank(_stragglers.parse_rank_steps(text), warmup=warmup)
@@ -145,6 +153,70 @@ def file_telemetry(path, z_threshold=3.5, delta_c=10.0, max_temp_margin_c=3.0, m
     return telemetry
 
 
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        return {"tried": ["unreadable status %s: %s" % (path, exc)]}
+
+
+def _read_samples(path):
+    """A sampler's JSON lines; the last line is dropped when the kill at the end of training cut it short."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ToolNotFoundError("cannot read the GPU samples: %s" % exc.strerror, where=path)
+    if not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+    return _outliers.parse_records(text, path) if text.strip() else []
+
+
+def sampled_telemetry(sample_dirs, info, thermal=None, max_operating_temp_c=None, names=None):
+    """A ``telemetry`` callable: the samples the job's own samplers took during the attempt (``gpu_sampler.py``).
+
+    ``sample_dirs``: ``{attempt: [job telemetry directory]}`` (filled by :func:`slurm_launcher`); ``info`` gets
+    ``{attempt: {"source", "files", "samples"}}`` for the evidence.  Samples name nodes by Slurm name; outliers
+    name the inventory node.  Raises :class:`ToolNotFoundError` with each node's sampler status (no GPU source,
+    no sample) when nothing was sampled: the outlier check is then ``not_run`` with that reason.
+    """
+    thermal = thermal or {}
+    to_node = {slurm_name: node for node, slurm_name in (names or {}).items()}
+
+    def telemetry(nodes, attempt):
+        records, files, sources, why = [], [], set(), []
+        for folder in sample_dirs.get(attempt, []):
+            for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+                path = os.path.join(folder, entry)
+                if entry.endswith(".status.json"):
+                    status = _read_json(path)
+                    if not status.get("source"):
+                        why.append("%s: %s" % (status.get("node", entry), "; ".join(status.get("tried") or [])))
+                    continue
+                if not entry.endswith(".jsonl"):
+                    continue
+                files.append(path)
+                for rec in _read_samples(path):
+                    rec["node"] = to_node.get(rec.get("node"), rec.get("node"))
+                    if rec["node"] in nodes:
+                        records.append(rec)
+                        sources.add(rec.get("source", "?"))
+        if not records:
+            raise ToolNotFoundError("no GPU sample was taken during the run (%s)"
+                                    % ("; ".join(why) or "no sampler output in %s"
+                                       % ", ".join(sample_dirs.get(attempt, [])) or "no job ran"), where="telemetry")
+        source = ", ".join(sorted(sources))
+        info[attempt] = {"source": source, "files": files, "samples": len(records)}
+        trace = _outliers.Telemetry.from_records(records, source=source)
+        return _outliers.find_outliers(trace, z_threshold=thermal.get("z_threshold", 3.5),
+                                       delta_c=thermal.get("delta_c", 10.0),
+                                       max_temp_margin_c=thermal.get("max_temp_margin_c", 3.0),
+                                       max_operating_temp_c=max_operating_temp_c)
+
+    return telemetry
+
+
 def ledger_spares(ledger, candidates):
     """A ``spares`` callable: twin spares whose burn_in gate passed in ``ledger``."""
     def spares(count, exclude):
@@ -176,7 +248,9 @@ class ValidationOptions(_RequiredOptions, total=False):
     partition: Optional[str]
     timeout_s: int              # seconds per job, 1800
     poll_s: float               # seconds between job polls, 2.0
-    telemetry_file: Optional[str]
+    telemetry_file: Optional[str]  # a telemetry file for the run (a DCGM exporter scrape), or:
+    telemetry_dir: Optional[str]   # where the job's samplers write (gpu_sampler.py; preferred)
+    nccl_not_run: str           # why the NCCL sweep could not run: nccl_sweep_all_reduce not_run per node
     thermal: Dict[str, float]   # z_threshold, delta_c, max_temp_margin_c
     max_operating_temp_c: Optional[float]
     max_attempts: int           # 3
@@ -208,12 +282,17 @@ def run_cluster_validation(opts: ValidationOptions, ledger: Any, slurm: Any, run
     else:
         raise ValidationError("cluster validation needs a job script or its template", where="script")
     clusters: Dict[str, str] = {}
+    sample_dirs: Dict[int, List[str]] = {}
+    sampled: Dict[int, Dict[str, Any]] = {}
     launch = slurm_launcher(slurm, script, opts["log_dir"], opts.get("job_name", "cluster-validation"),
                             opts.get("timeout_s", 1800), opts["log_format"], partition=opts.get("partition"),
                             model=opts.get("model"), gpu=opts.get("gpu"), gpus_per_node=opts.get("gpus_per_node", 8),
                             warmup=opts.get("warmup", 1), poll_s=opts.get("poll_s", 2.0), names=names,
-                            stragglers=opts.get("stragglers"), clusters=clusters)
-    if opts.get("telemetry_file"):
+                            stragglers=opts.get("stragglers"), clusters=clusters,
+                            telemetry_dir=opts.get("telemetry_dir"), sample_dirs=sample_dirs)
+    if opts.get("telemetry_dir"):
+        telemetry = sampled_telemetry(sample_dirs, sampled, thermal, opts.get("max_operating_temp_c"), names)
+    elif opts.get("telemetry_file"):
         telemetry = file_telemetry(opts["telemetry_file"], z_threshold=thermal.get("z_threshold", 3.5),
                                    delta_c=thermal.get("delta_c", 10.0),
                                    max_temp_margin_c=thermal.get("max_temp_margin_c", 3.0),
@@ -231,6 +310,9 @@ def run_cluster_validation(opts: ValidationOptions, ledger: Any, slurm: Any, run
     result = run_validation(list(opts["nodes"]), scales, launch, telemetry, drain,
                             ledger_spares(ledger, list(opts.get("spares") or [])), int(opts.get("max_attempts", 3)),
                             on_event=on_event)
+    for attempt in result["attempts"]:
+        if attempt["number"] in sampled:
+            attempt["telemetry_evidence"] = sampled[attempt["number"]]
     results, verdicts = node_results(result, run_id)
     blocked = dict(opts.get("blocked") or {})
     if blocked:
@@ -238,6 +320,11 @@ def run_cluster_validation(opts: ValidationOptions, ledger: Any, slurm: Any, run
         results, verdicts = results + extra, verdicts + extra_verdicts
         result["blocked"] = blocked
         result["actions"].extend("left out %s: %s" % (node, why) for node, why in blocked.items())
+    if opts.get("nccl_not_run"):
+        now = time.time()
+        results = results + [CheckResult(node=node, stage="cluster_validation", check="nccl_sweep_all_reduce",
+                                         status="not_run", reason=opts["nccl_not_run"], started=now, finished=now,
+                                         run_id=run_id) for node in opts["nodes"]]
     ledger.record_results(results)
     for verdict in verdicts:
         ledger.record_gate(verdict, run_id)

@@ -339,7 +339,7 @@ def node_results(result, run_id, clock=time.time):
         def outliers(_ctx, mine=mine, attempt=attempt):
             if attempt.get("telemetry_note"):
                 return _gate.not_run(attempt["telemetry_note"])
-            ev = {"outliers": mine, "gpu_temps": temps}
+            ev = {"outliers": mine, "gpu_temps": temps, "samples": attempt.get("telemetry_evidence")}
             if mine:
                 return _gate.failed("; ".join(o["reason"] for o in mine),
                                     "node drained: inspect cooling/thermal interface of the GPU(s) named, "

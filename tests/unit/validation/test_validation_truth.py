@@ -6,8 +6,11 @@ Logs are built in the shapes the frameworks print: torchtitan ``components/metri
 (``torchtitan/components/quantization/float8.py``); the smoke workload's ``rank_step:`` lines are its own.
 """
 
+import json
 import os
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -222,3 +225,60 @@ def test_drained_node_is_blocked_and_the_others_are_validated(tmp_path, ledger_p
     assert os.path.exists(out["paths"][0]) and any("left out lab2" in a for a in out["result"]["actions"])
     row = next(r for r in ledger.current_results(node="lab2") if r.check == "training_run")
     assert row.status == "blocked" and "admin: PSU swap" in row.reason
+
+
+def _write_lab_source(path, hot=None):
+    """The lab's GPU readings, replaced atomically as the demo does: {node: [GPU rows]}."""
+    rows = {node: [{"gpu": gpu, "temp_c": 55.0 + 0.4 * gpu + (20.0 if (node, gpu) == hot else 0.0),
+                    "power_w": 690.0 + gpu, "sm_clock_mhz": 1980.0} for gpu in range(4)]
+            for node in ("lab1", "lab2", "lab3")}
+    tmp = str(path) + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(rows, handle)
+    os.replace(tmp, path)
+
+
+def test_hot_gpu_injected_while_the_sampler_runs_is_found_from_its_samples(repo_root, tmp_path):
+    """gpu_sampler.py on three lab 'nodes' reads the lab source each interval; the hot GPU appears mid-run."""
+    source = tmp_path / "lab_gpus.json"
+    _write_lab_source(source)
+    job_dir = tmp_path / "telemetry" / "77"
+    sampler = str(repo_root / "roles/cluster_validation/files/gpu_sampler.py")
+    procs = [subprocess.Popen([sys.executable, sampler, "--out", str(job_dir), "--interval-ms", "100",
+                               "--duration-s", "3", "--lab-source", str(source)],
+                              env=dict(os.environ, SLURMD_NODENAME=node)) for node in ("lab1", "lab2", "lab3")]
+    time.sleep(1.0)
+    _write_lab_source(source, hot=("lab2", 1))  # injected while the "job" runs, never before
+    assert [p.wait(timeout=30) for p in procs] == [0, 0, 0]
+    info = {}
+    telemetry = _cluster_run.sampled_telemetry({1: [str(job_dir)]}, info, {"z_threshold": 3.5, "delta_c": 10.0},
+                                               names={"gpu-r01-u07": "lab2"})
+    found = telemetry(["lab1", "gpu-r01-u07", "lab3"], 1)
+    assert {(o["node"], o["gpu"], o["metric"]) for o in found} >= {("gpu-r01-u07", 1, "temp_c")}
+    assert info[1]["source"] == "lab (injected values from %s)" % source and info[1]["samples"] > 30
+    first = json.loads((job_dir / "lab2.jsonl").read_text().splitlines()[0])
+    assert set(first) >= {"node", "gpu", "t_s", "temp_c", "power_w", "sm_clock_mhz", "throttle", "source"}
+    assert first["temp_c"] < 60  # the first samples predate the injection
+    # No GPU source on a node: not analysed, with the sampler's reason.
+    empty = tmp_path / "telemetry" / "78"
+    empty.mkdir(parents=True)
+    (empty / "lab1.status.json").write_text(json.dumps({"node": "lab1", "source": None,
+                                                        "tried": ["nvml_reader: NVML sees no GPU"]}))
+    with pytest.raises(Exception, match="no GPU sample was taken during the run.*NVML sees no GPU"):
+        _cluster_run.sampled_telemetry({1: [str(empty)]}, {})(["lab1"], 1)
+
+
+def test_report_plots_per_rank_step_times():
+    from ansible_collections.symphony.cluster.plugins.module_utils._core import report as _report
+    from ansible_collections.symphony.cluster.plugins.module_utils._core import report_html as _report_html
+    ranks = {"4n_fp32": {"0": {"node": "lab1", "median_s": 0.1, "steps": 3},
+                         "2": {"node": "lab3", "median_s": 1.2, "steps": 3}}}
+    row = _gate.CheckResult(node="lab3", stage="cluster_validation", check="stragglers", status="fail",
+                            reason="rank 2 on lab3", evidence={"rank_steps": ranks}, run_id="cv-1")
+    charts = _report._chart_series([row, _gate.CheckResult(**dict(row.to_dict(), node="lab1"))])
+    assert charts["rank_steps"] == [
+        {"run_id": "cv-1", "scale": "4n_fp32", "rank": 0, "node": "lab1", "median_s": 0.1},
+        {"run_id": "cv-1", "scale": "4n_fp32", "rank": 2, "node": "lab3", "median_s": 1.2}]
+    figs = _report_html._figures({"charts": dict(charts, traces=[], storage={}, pairs=[], nccl=[], mfu=[],
+                                                 outliers=[])})
+    assert [name for name, _fig in figs] == ["cluster validation: stragglers"]
