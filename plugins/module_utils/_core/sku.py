@@ -13,7 +13,9 @@ can validate on the controller; ``schemas/sku.schema.json`` is generated from it
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+import posixpath
+from typing import Any, Dict, List, Tuple
+from urllib.parse import urlsplit
 
 from .errors import ManifestError
 from .match import compile_match
@@ -323,11 +325,21 @@ def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
     check_burn_in_keys(data, where)
     validate_document(data, SKU_SCHEMA, where, ManifestError)
     seen = set()
+    # image_dir holds one local copy per URI basename (_provision/firmware.image_file): two different images with
+    # one basename would make one of them fail its sha256 check on every run, so refuse the SKU instead.
+    local_names: Dict[str, Tuple[str, str]] = {}
     for index, comp in enumerate(data.get("firmware", [])):
         path = "%s: $.firmware[%d]" % (where, index)
         if comp["id"] in seen:
             raise ManifestError("firmware id %r appears twice" % comp["id"], where=path)
         seen.add(comp["id"])
+        if comp.get("image"):
+            name = posixpath.basename(urlsplit(comp["image"]["uri"]).path)
+            other = local_names.setdefault(name, (comp["id"], comp["image"]["sha256"].lower()))
+            if other[0] != comp["id"] and other[1] != comp["image"]["sha256"].lower():
+                raise ManifestError("image file name %r is also firmware %r's, with another sha256: the local copies in "
+                                    "image_dir are named by the URI's file name, so give each image its own"
+                                    % (name, other[0]), where="%s.image.uri" % path)
         compile_match(comp.get("match") or {}, "%s.match" % path)
         if comp.get("target") and comp["target"] not in comp["accepted"]:
             raise ManifestError("target %r is not among the accepted versions %s"

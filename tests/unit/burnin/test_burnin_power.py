@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -94,14 +95,50 @@ class _Backend:
                  "throttle_mask": 0x4}]
 
 
+class _ClockedBackend(_Backend):
+    """_Backend on a fake clock: each read costs 10 ms, read 5 costs 70 ms (longer than the 50 ms interval); the
+    sampler is stopped after 12 reads, so the test does not depend on how busy the machine is."""
+
+    def __init__(self):
+        super().__init__()
+        self.now = 100.0
+        self.sampler = None
+
+    def clock(self):
+        return self.now
+
+    def read(self):
+        self.now += 0.07 if self.reads == 4 else 0.01
+        if self.reads == 11:
+            self.sampler._stop.set()
+        return super().read()
+
+
+class _FakeWait(threading.Event):
+    """The sampler's stop event, whose wait() advances the fake clock instead of sleeping."""
+
+    def __init__(self, backend):
+        super().__init__()
+        self.backend = backend
+
+    def wait(self, timeout=None):
+        self.backend.now += timeout or 0
+        return self.is_set()
+
+
 def test_sampler_runs_on_an_absolute_schedule_and_survives_a_failed_read():
-    sampler = T.Sampler(_Backend(), interval_s=scaled(0.05)).start()
-    time.sleep(scaled(0.6))
+    backend = _ClockedBackend()
+    sampler = T.Sampler(backend, interval_s=0.05, clock=backend.clock)
+    sampler._stop = _FakeWait(backend)
+    backend.sampler = sampler
+    sampler.start()._thread.join(timeout=scaled(30))   # the backend stops it after 12 reads
     samples = sampler.stop()
-    assert 8 <= len(samples) <= 14 and len(sampler.errors) == 1 and "GPU_IS_LOST" in sampler.errors[0]
+    assert backend.reads == 12 and len(samples) == 11
+    assert len(sampler.errors) == 1 and "GPU_IS_LOST" in sampler.errors[0]
     assert samples[0].throttle == ["sw_power_cap"] and samples[0].power_w == 651.0
-    gaps = [b.t_s - a.t_s for a, b in zip(samples, samples[1:])]
-    assert max(gaps) < scaled(0.2)
+    # start + n x interval: the slow read (t=0.20 s) is followed at once by the late one (0.27 s), then the schedule
+    # is back on 50 ms steps instead of drifting by the 60 ms it lost
+    assert [s.t_s for s in samples] == [0.0, 0.05, 0.15, 0.2, 0.27, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55]
     csv_text = T.samples_to_csv(samples)
     assert csv_text.splitlines()[0] == ",".join(T.SAMPLE_FIELDS) and "|" not in csv_text.splitlines()[1]
 

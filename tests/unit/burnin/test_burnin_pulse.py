@@ -1,5 +1,6 @@
 """The pulsating-power driver on CPU: a fake GPU load (a busy process stopped and resumed with SIGSTOP/SIGCONT),
-a fake NVML reading its state, edges within 50 ms of the schedule."""
+a fake NVML reading its state, edges within 50 ms of the schedule.  The 50 ms is a real-clock bound, so like every
+timing bound of the suite it is scaled (tests/timescale.py); build/bench/burn_in.json measures the unscaled error."""
 
 import signal
 import sys
@@ -7,6 +8,7 @@ import sys
 from ansible_collections.symphony.cluster.plugins.module_utils._burnin.pulse import OFF, ON, PulseDriver
 from ansible_collections.symphony.cluster.plugins.module_utils._host import telemetry as T
 from ansible_collections.symphony.cluster.plugins.module_utils._host.process import spawn
+from timescale import scaled
 
 BUSY = "while True: pass"
 
@@ -49,8 +51,8 @@ def test_driver_edges_within_50_ms_on_a_fake_gpu_load(tmp_path):
         load.stop(grace_s=2)
         samples = sampler.stop()
     assert len(wave.edges) == len(driver.plan(3.0)) and not wave.stopped_early
-    assert wave.max_edge_error_ms <= 50, wave.edges
-    assert len(wave.windows) == 3 and all(abs((b - a) - 0.5) < 0.05 for a, b in wave.windows)
+    assert wave.max_edge_error_ms <= scaled(50), wave.edges
+    assert len(wave.windows) == 3 and all(abs((b - a) - 0.5) < scaled(0.05) for a, b in wave.windows)
     # the fake NVML saw the wave: full power inside each on-phase after its ramp, idle in each off-phase
     for a, b in wave.windows:
         inside = [s.power_w for s in samples if a + 0.3 <= s.t_s < b - 0.05]

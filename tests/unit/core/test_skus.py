@@ -133,3 +133,18 @@ def test_in_band_after_out_of_band_rejected(skus, tmp_path):
     with pytest.raises(ManifestError) as err:
         _sku.validate_manifest(manifest, "x.yml")
     assert "x.yml: $.firmware" in str(err.value) and "update order" in str(err.value)
+
+
+def test_two_images_with_one_file_name_and_different_sha256_are_refused(skus):
+    # The DGX SKU once named its BMC and BIOS ERoT images both 00.04.0026.0000_n00.bin: with one local copy per file
+    # name in image_dir, one of the two failed its sha256 check on every run.
+    import copy
+    manifest = copy.deepcopy(skus["dgx_h100"])
+    erot = {c["id"]: c for c in manifest["firmware"]}
+    erot["erot_bios"]["image"]["uri"] = erot["erot_bmc"]["image"]["uri"].replace("erot_bmc/", "erot_bios/")
+    with pytest.raises(ManifestError) as err:
+        _sku.validate_manifest(manifest, "dgx.yml")
+    assert "dgx.yml: $.firmware[" in str(err.value) and "also firmware 'erot_bmc'" in str(err.value)
+    # the same image under two URIs (same sha256) is one local file: accepted
+    erot["erot_bios"]["image"]["sha256"] = erot["erot_bmc"]["image"]["sha256"]
+    _sku.validate_manifest(manifest, "dgx.yml")
