@@ -93,6 +93,11 @@ options:
   telemetry_file:
     description: The run's telemetry file (JSON lines or CSV), where no sampler runs in the job.
     type: path
+  optional:
+    description: Checks the gate does not require (the SKU's C(gates.<profile>.cluster_validation.optional)).
+    type: list
+    elements: str
+    default: []
   nccl_not_run:
     description: Why the NCCL sweep could not run; recorded as C(nccl_sweep_all_reduce) C(not_run) per node.
     type: str
@@ -272,6 +277,7 @@ ARGUMENT_SPEC = {
     "telemetry_file": {"type": "path"},
     "telemetry_dir": {"type": "path"},
     "nccl_not_run": {"type": "str"},
+    "optional": {"type": "list", "elements": "str", "default": []},
     "thermal": {"type": "dict", "default": {}},
     "max_operating_temp_c": {"type": "float"},
     "max_attempts": {"type": "int", "default": 3},

@@ -73,7 +73,10 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
                          "convention": "torchtitan"}],
             "telemetry_file": str(telemetry), "thermal": {"z_threshold": 3.5, "delta_c": 10, "max_temp_margin_c": 3},
             "max_operating_temp_c": 85.0, "max_attempts": 3, "cluster": "lab", "sku": "lab",
-            "out_dir": str(tmp_path / "handoff"), "poll_s": 1.0}
+            "out_dir": str(tmp_path / "handoff"), "poll_s": 1.0,
+            # What the role passes in the lab profile: no nccl-tests there, the SKU's lab gate makes it optional.
+            "nccl_not_run": "nccl-tests is not installed on lab hosts (no GPUs, no InfiniBand)",
+            "optional": ["nccl_sweep"]}
     try:
         out = _cluster_run.run_cluster_validation(opts, ledger, slurm, "cv-lab-1")
         result = out["result"]
@@ -108,6 +111,8 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
         assert cert["status"] == "pass" and cert["final_nodes"] == ["lab1", "lab3"]
         assert cert["outliers"][0]["node"] == "lab2" and cert["outliers"][0]["gpu"] == 0
         assert "promoted spare lab3" in pathlib.Path(out["paths"][1]).read_text()
+        # The certificate's NCCL section says why there is no sweep.
+        assert cert["nccl"][0]["status"] == "not_run" and "nccl-tests is not installed" in cert["nccl"][0]["reason"]
     finally:
         for node in ("lab2",):
             if _slurm.is_drained(slurm.node_states([node])[node]["state"]):

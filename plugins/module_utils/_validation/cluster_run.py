@@ -251,6 +251,7 @@ class ValidationOptions(_RequiredOptions, total=False):
     telemetry_file: Optional[str]  # a telemetry file for the run (a DCGM exporter scrape), or:
     telemetry_dir: Optional[str]   # where the job's samplers write (gpu_sampler.py; preferred)
     nccl_not_run: str           # why the NCCL sweep could not run: nccl_sweep_all_reduce not_run per node
+    optional: List[str]         # checks the gate does not require (SKU gates.<profile>.cluster_validation)
     thermal: Dict[str, float]   # z_threshold, delta_c, max_temp_margin_c
     max_operating_temp_c: Optional[float]
     max_attempts: int           # 3
@@ -313,7 +314,13 @@ def run_cluster_validation(opts: ValidationOptions, ledger: Any, slurm: Any, run
     for attempt in result["attempts"]:
         if attempt["number"] in sampled:
             attempt["telemetry_evidence"] = sampled[attempt["number"]]
-    results, verdicts = node_results(result, run_id)
+    nccl = {item["node"]: item for item in _handoff.nccl_from_ledger(ledger)
+            if item["stage"] == "cluster_validation" and item["check"].startswith("nccl_sweep")}
+    took_part = sorted({n for attempt in result["attempts"] for n in attempt["nodes"]})
+    if opts.get("nccl_not_run"):
+        nccl.update((node, {"node": node, "check": "nccl_sweep_all_reduce", "status": "not_run",
+                            "reason": opts["nccl_not_run"]}) for node in took_part)
+    results, verdicts = node_results(result, run_id, nccl=nccl, optional=opts.get("optional") or ())
     blocked = dict(opts.get("blocked") or {})
     if blocked:
         extra, extra_verdicts = blocked_results(blocked, run_id)
@@ -324,7 +331,7 @@ def run_cluster_validation(opts: ValidationOptions, ledger: Any, slurm: Any, run
         now = time.time()
         results = results + [CheckResult(node=node, stage="cluster_validation", check="nccl_sweep_all_reduce",
                                          status="not_run", reason=opts["nccl_not_run"], started=now, finished=now,
-                                         run_id=run_id) for node in opts["nodes"]]
+                                         run_id=run_id) for node in took_part]
     ledger.record_results(results)
     for verdict in verdicts:
         ledger.record_gate(verdict, run_id)

@@ -43,6 +43,7 @@ GRAPH = _gate.CheckGraph(STAGE, [
                     description="no GPU of this node was an outlier against its peers"),
     _gate.CheckSpec("stragglers", ("training_run",),
                     description="no rank of this node had a median step time beyond its peers'"),
+    _gate.CheckSpec("nccl_sweep", description="the NCCL sweep before training passed at this node's node counts"),
 ])
 # One ledger row per scale a node ran in (outside the gate graph: mfu_target already requires every scale).
 SCALE_CHECK = "scale_%dn_%s"
@@ -295,8 +296,12 @@ def run_validation(nodes, scales, launch, telemetry, drain, spares, max_attempts
             "telemetry": telemetry_note or "analysed"}
 
 
-def node_results(result, run_id, clock=time.time):
+def node_results(result, run_id, clock=time.time, nccl=None, optional=()):
     """Check results and gate verdicts per node for the ledger.
+
+    ``nccl``: ``{node: {status, reason, check}}``, the node's NCCL sweep result at this stage (the ledger's, see
+    ``_handoff.nccl_from_ledger``); a node without one gets ``nccl_sweep`` ``not_run``.  ``optional``: checks the
+    gate does not require (the SKU's ``gates.<profile>.cluster_validation.optional``).
 
     Final nodes get ``training_run``/``mfu_target``/``telemetry_outliers`` from the
     last attempt; evicted nodes get the attempt that evicted them.  Evidence keys
@@ -304,6 +309,8 @@ def node_results(result, run_id, clock=time.time):
     Returns ``(results, verdicts)``.
     """
     results, verdicts = [], []
+    graph = GRAPH.with_required(optional)
+    nccl = nccl or {}
     by_node_attempt = {}
     for attempt in result["attempts"]:
         for node in attempt["nodes"]:
@@ -361,10 +368,22 @@ def node_results(result, run_id, clock=time.time):
                 return _gate.not_run("the training log has no per-rank step times (rank_step lines)")
             return _gate.passed(reason="no straggler rank in %d scale(s)" % len(measured), evidence=ev)
 
-        res = GRAPH.run(node, run_id, {"training_run": training, "mfu_target": mfu, "telemetry_outliers": outliers,
-                                       "stragglers": stragglers}, clock=clock)
+        def sweep(_ctx, node=node):
+            found = nccl.get(node)
+            if not found:
+                return _gate.not_run("no NCCL sweep result recorded for this node at cluster_validation")
+            why = "%s: %s" % (found.get("check", "nccl_sweep"), found.get("reason") or found["status"])
+            if found["status"] == _gate.PASS:
+                return _gate.passed(reason=why, evidence={"nccl": found})
+            if found["status"] == _gate.FAIL:
+                return _gate.failed(why, "localise with symphony.cluster.fabric_test, then rerun the sweep",
+                                    evidence={"nccl": found})
+            return _gate.not_run(why, evidence={"nccl": found})
+
+        res = graph.run(node, run_id, {"training_run": training, "mfu_target": mfu, "telemetry_outliers": outliers,
+                                       "stragglers": stragglers, "nccl_sweep": sweep}, clock=clock)
         results.extend(res)
-        verdicts.append(_gate.compute_gate(GRAPH, res))
+        verdicts.append(_gate.compute_gate(graph, res))
         results.extend(_scale_rows(node, runs, run_id, clock()))
     return results, verdicts
 

@@ -61,6 +61,7 @@ def run_validate(p: Dict[str, Any], check_mode: bool = False) -> Dict[str, Any]:
         log_dir=p["log_dir"], job_name=p["job_name"], partition=p.get("partition"), timeout_s=p["timeout_s"],
         poll_s=p["poll_s"], log_format=p["log_format"], targets=p["targets"], telemetry_file=p.get("telemetry_file"),
         telemetry_dir=p.get("telemetry_dir"), nccl_not_run=p.get("nccl_not_run") or "",
+        optional=list(p.get("optional") or []),
         thermal=p["thermal"], max_operating_temp_c=p.get("max_operating_temp_c"), max_attempts=p["max_attempts"],
         model=p.get("model"), gpu=p.get("gpu"), gpus_per_node=p["gpus_per_node"], warmup=p["warmup"],
         cluster=p["cluster"], sku=p["sku"], out_dir=p["dest"], slurm_names=names)

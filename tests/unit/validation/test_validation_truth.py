@@ -198,9 +198,20 @@ def test_straggler_node_is_drained_and_its_gate_fails():
                                    lambda count, exclude: ["lab4"], max_attempts=2)
     assert drained[0][0] == "lab2" and "median step 0.3000 s" in drained[0][1]
     assert result["status"] == "pass" and result["final_nodes"] == ["lab1", "lab4", "lab3"]
-    results, verdicts = _evict.node_results(result, "r1")
+    swept = {n: {"node": n, "check": "nccl_sweep_all_reduce", "status": "pass", "reason": "ok"}
+             for n in ("lab1", "lab2", "lab3", "lab4")}
+    results, verdicts = _evict.node_results(result, "r1", nccl=swept)
     gates = {v.node: v.status for v in verdicts}
     assert gates["lab2"] == "fail" and gates["lab4"] == "pass"
+    # The NCCL sweep is part of the gate: a node whose sweep failed fails; one never swept is not passed, unless
+    # the profile makes the check optional (the lab: no nccl-tests).
+    swept["lab1"] = dict(swept["lab1"], status="fail", reason="2 node(s): plateau 210 GB/s below the floor 333")
+    del swept["lab3"]
+    gates = {v.node: v for v in _evict.node_results(result, "r1", nccl=swept)[1]}
+    assert gates["lab1"].status == "fail" and "plateau 210 GB/s" in gates["lab1"].reason
+    assert gates["lab3"].status == "not_run" and gates["lab4"].status == "pass"
+    lab = {v.node: v.status for v in _evict.node_results(result, "r1", optional=["nccl_sweep"])[1]}
+    assert lab["lab3"] == "pass"
     row = next(r for r in results if r.node == "lab2" and r.check == "stragglers")
     assert row.status == "fail" and row.observed[0]["median_s"] == 0.3
 
@@ -218,13 +229,16 @@ def test_drained_node_is_blocked_and_the_others_are_validated(tmp_path, ledger_p
     opts = _cluster_run.ValidationOptions(
         nodes=["lab1", "lab3"], log_dir=str(tmp_path), log_format="smoke", script="/tmp/job.sbatch",
         targets=[{"recipe": "smoke", "precision": "fp32", "min_mfu_pct": 1.0}], blocked=blocked, max_attempts=1,
-        out_dir=str(tmp_path / "handoff"))
+        out_dir=str(tmp_path / "handoff"), nccl_not_run="nccl-tests is not installed on lab hosts")
     ledger = _ledger.open_ledger(ledger_path)
     out = _cluster_run.run_cluster_validation(opts, ledger, JobSlurm(tmp_path, smoke), "run-b")
     assert out["gates"]["lab2"] == _gate.BLOCKED and out["gates"]["lab1"] == "not_run"  # no telemetry, no ranks
     assert os.path.exists(out["paths"][0]) and any("left out lab2" in a for a in out["result"]["actions"])
     row = next(r for r in ledger.current_results(node="lab2") if r.check == "training_run")
     assert row.status == "blocked" and "admin: PSU swap" in row.reason
+    # The certificate's NCCL section carries the sweep's not_run reason.
+    assert {(i["node"], i["status"]) for i in out["certificate"]["nccl"]} == {("lab1", "not_run"), ("lab3", "not_run")}
+    assert "NCCL results" in open(out["paths"][1]).read() and "nccl-tests is not installed" in open(out["paths"][1]).read()
 
 
 def _write_lab_source(path, hot=None):
