@@ -21,10 +21,11 @@ export SYMPHONY_SHARED := $(SHARED)
 
 # Debian packages the tests and the demo use (installed only when missing).
 DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
-                chromium rsync procps
+                chromium rsync procps postgresql
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
         test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \
+        pg-up pg-down test-ledger-pg \
         device-wheels device-check device-collect
 
 help:
@@ -160,6 +161,19 @@ device-collect:
 	cp "$(DEVICE_OUT)/validation_gpu.json" build/bench/validation_gpu.json
 	cp "$(DEVICE_OUT)"/nvidia-smi-*.txt tests/fixtures/
 	@cat "$(DEVICE_OUT)/summary.txt"
+
+# A throw-away PostgreSQL server (Debian postgresql) under build/pg/make for trying the shared ledger by hand;
+# the tests start their own under build/pg/<worker> (tests/conftest.py) and fail, not skip, when it cannot start
+# (SYMPHONY_TEST_PG=skip opts out).  `make test-ledger-pg` runs the ledger suite on both backends.
+pg-up: bootstrap
+	$(PY) -m symphony_awx.pg up
+
+pg-down: venv collection
+	$(PY) -m symphony_awx.pg down
+
+test-ledger-pg: bootstrap
+	$(PY) -m pytest -q tests/unit/core/test_ledger.py tests/unit/core/test_ledger_pg.py tests/unit/core/test_gate.py \
+	  tests/unit/core/test_gate_latest.py tests/unit/core/test_gate_ledger_smoke.py tests/unit/fleet/test_fleet_leases.py
 
 # The lab hosts: LAB_N network namespaces (1..16) with sshd + slurmd, slurmctld in the root namespace; needs root.
 # `lab-up` cleans up a crashed lab first and reuses an identical healthy one; files go under build/lab/, with

@@ -57,8 +57,13 @@ options:
     description:
       - Ledger to read gate state from (SQLite path or C(sqlite:///path)); a relative path is relative to the
         inventory source's directory.
+      - Or the shared PostgreSQL ledger, C(postgresql://user@host:5432/db?sslmode=verify-full&sslrootcert=/path/ca.pem)
+        (needs the Python package C(psycopg)); the password comes from C($SYMPHONY_LEDGER_PASSWORD), the variable a
+        C(password_env=NAME) URL parameter names, or libpq's C($PGPASSWORD) / C(~/.pgpass), never from the URL.
+        A TCP host without C(sslmode) is verified (C(verify-full)).
       - When omitted, C($SYMPHONY_LEDGER), else C(~/.local/share/symphony/ledger.sqlite).
-      - A ledger that does not exist yet is not created; every node is then in C(stage_racked).
+      - A ledger that does not exist yet (no SQLite file, no PostgreSQL tables) is not created; every node is then
+        in C(stage_racked).
     type: str
     env:
       - name: SYMPHONY_LEDGER

@@ -47,7 +47,9 @@ options:
         C(nccl_all_reduce), C(nccl_all_gather), C(rccl_all_reduce)), its thresholds the floor, its params the
         size, the node count (C(nodes=1) runs on each node alone over all its GPUs) and, where a profile sets
         one, C(transport); the results are recorded under the test's name instead of C(fabric_interface).
-      - A threshold no transport measures yet (C(max_p99_lat_us)) keeps a node that met the floor C(not_run).
+      - C(max_p99_lat_us) is judged by C(ib_write_lat) per HCA after C(ib_write_bw); C(params.hcas) and, with
+        C(params.gpudirect), C(params.cuda_devices) (the GPU beside each HCA) name what is measured. A declared
+        test without its floor never passes (C(not_run)).
       - O(floor) judges a test only where the profile replaced its kind's tool (the lab's iperf3); otherwise the
         SKU's floor does.
     type: dict

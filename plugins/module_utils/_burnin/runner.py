@@ -52,6 +52,7 @@ from .checks import KINDS
 from .context import TestContext, TestTimeoutError
 from .evidence import EvidenceStore, absolutise_evidence, safe_name
 from .executor import Executor
+from .fleet_stats import annotate
 from .kernel_log import KernelLog, kernel_findings, xid_outcome
 from .plan import RUNNER_TIERS, STAGE, TIER_ORDER, XID_CHECK, PlannedTest, build_plan, check_kinds, gate_graph
 
@@ -213,7 +214,8 @@ def record_burnin(ledger: Any, manifest: dict, profile: str | None, node: str, r
     """Append ``results`` (dicts or :class:`CheckResult`) to ``ledger`` and record the node's burn-in gate.
 
     The gate is computed from the ledger's current burn-in results for the node (so results of
-    the fabric tier recorded separately count) against :func:`gate_graph`.  Returns the
+    the fabric tier recorded separately count) against :func:`gate_graph`.  Each result's numbers are compared
+    with the fleet of the SKU first (:func:`~._burnin.fleet_stats.annotate`: warnings only).  Returns the
     :class:`GateVerdict`.  Raises :class:`LedgerError` on write failure.
     """
     rows = []
@@ -226,6 +228,8 @@ def record_burnin(ledger: Any, manifest: dict, profile: str | None, node: str, r
             res.evidence = absolutise_evidence(res.evidence, evidence_root)
         rows.append(res)
     if rows:
+        # thresholds from the fleet: warnings in the evidence only, the SKU's floors decide (fleet_stats.py)
+        annotate(rows, str(manifest.get("sku") or ""), ledger.current_results(stage=STAGE))
         ledger.record_results(rows)
     verdict = current_gate(ledger, manifest, profile, node, waivers, extra_checks)
     ledger.record_gate(verdict, run_id)

@@ -9,9 +9,8 @@ what a real run would record; :func:`record` appends it to the ledger; :func:`re
 
 from __future__ import annotations
 
-import os
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple, cast
 
 from .errors import GateError
 from .gate import (
@@ -24,14 +23,7 @@ from .gate import (
     derive_blocked,
     new_run_id,
 )
-from .ledger import default_ledger_path, open_ledger
-
-
-def _exists(location: Optional[str]) -> bool:
-    """Whether the ledger at ``location`` already exists (URL backends are assumed to)."""
-    location = location or default_ledger_path()
-    path = location[len("sqlite:///"):] if location.startswith("sqlite:///") else location
-    return "://" in path or os.path.exists(path)
+from .ledger import ledger_exists, open_ledger
 
 
 def evaluate(node: str, stage: str, checks: Sequence[Dict[str, Any]], run_id: str, optional: Iterable[str] = (),
@@ -107,7 +99,7 @@ def gate_record(params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
     try:
         waived: List[str] = []
         earlier: List[CheckResult] = []
-        if _exists(params.get("ledger")):
+        if ledger_exists(params.get("ledger")):
             ledger = open_ledger(params.get("ledger"))
             waived = ledger.waivers(node, stage)
             earlier = ledger.current_results(node=node, stage=stage)
@@ -137,7 +129,7 @@ def gate_info(params: Dict[str, Any]) -> Dict[str, Any]:
     empty: Dict[str, Any] = {"changed": False, "results": [], "gates": {}, "positions": {}}
     if params.get("history"):
         empty["history"] = []
-    if not _exists(params.get("ledger")):
+    if not ledger_exists(params.get("ledger")):
         return empty
     ledger = open_ledger(params.get("ledger"))
     try:

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .errors import ManifestError, TwinError
 from .gate import STAGES
-from .ledger import default_ledger_path, open_ledger
+from .ledger import default_ledger_path, ledger_exists, open_ledger
 from .schema import load_yaml_file
 from .sku import load_skus
 from .twin import TWIN_SCHEMA, validate_twin
@@ -100,8 +100,8 @@ def read_positions(location: Optional[str] = None) -> Dict[str, Tuple[str, str, 
     ``passed`` lists every stage whose current gate for the node is ``pass``: a stage's playbook targets the
     nodes that passed the previous stage whatever happened later (a rerun after a fix finds them again).
 
-    ``location``: ledger path/URL, else ``$SYMPHONY_LEDGER`` or the default path.  A SQLite ledger that does
-    not exist yet yields ``{}`` and is not created (reading an inventory never writes).
+    ``location``: ledger path/URL, else ``$SYMPHONY_LEDGER`` or the default path.  A ledger that does not exist
+    yet (no SQLite file, no PostgreSQL schema) yields ``{}`` and is not created (reading an inventory never writes).
     Raises :class:`LedgerError` when the ledger exists but cannot be read.
     """
     return read_ledger_view(location)["positions"]
@@ -116,8 +116,7 @@ def read_ledger_view(location: Optional[str] = None) -> Dict[str, Any]:
     of cluster_validation includes them.  Same ``location`` rules and errors as :func:`read_positions`.
     """
     location = location or default_ledger_path()
-    file_path = location[len("sqlite:///"):] if location.startswith("sqlite:///") else location
-    if "://" not in file_path and not os.path.exists(file_path):
+    if not ledger_exists(location):
         return {"positions": {}, "promoted": {}}
     ledger = open_ledger(location)
     try:

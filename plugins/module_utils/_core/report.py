@@ -40,8 +40,9 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
     ``nodes``: ``{hostname: twin node dict}`` (site, rack, u, serial, sku, spare)
     to order and label rows; nodes only in the ledger are added.
     Returns a JSON-serialisable dict: ``generated``, ``summary``, ``nodes``,
-    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note}; ``note`` is ``optional`` or
-    ``waived`` for a check that did not pass and did not close the gate), ``dispatch``,
+    ``matrix`` (node -> stage -> check -> {status, reason, remediation, note, warnings}; ``note`` is ``optional``
+    or ``waived`` for a check that did not pass and did not close the gate; ``warnings`` the result's fleet-outlier
+    warnings), ``dispatch``,
     ``firmware``, ``events``, ``charts`` (series pulled from evidence).
     """
     nodes = dict(nodes or {})
@@ -64,8 +65,11 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
                 note = "waived"
             elif verdict.status == "pass":
                 note = "optional"
+        # fleet-outlier warnings (burn-in's thresholds from the fleet): shown, never a status
+        warnings = ((res.evidence or {}).get("fleet") or {}).get("warnings") or []
         matrix.setdefault(res.node, {}).setdefault(res.stage, {})[res.check] = {
-            "status": res.status, "reason": res.reason, "remediation": res.remediation, "note": note}
+            "status": res.status, "reason": res.reason, "remediation": res.remediation, "note": note,
+            "warnings": list(warnings)}
         if res.stage in checks_by_stage and res.check not in checks_by_stage[res.stage]:
             checks_by_stage[res.stage].append(res.check)
 

@@ -108,9 +108,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "".join(out)
 
 
-def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Optional[str] = "") -> str:
+def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Optional[str] = "",
+                 mark: Optional[str] = "") -> str:
     colour = STATUS_COLOURS.get(status or "", "#fff")
-    text = html.escape(status or "—") + ("<br><small>%s</small>" % html.escape(note) if note else "")
+    text = html.escape(status or "—") + "".join("<br><small>%s</small>" % html.escape(t) for t in (note, mark) if t)
     # a result that did not gate is drawn faded, so the eye goes to what closed a gate
     fade = ";opacity:.55" if note else ""
     return '<td class="st" style="background:%s%s" title="%s">%s</td>' % (
@@ -118,7 +119,12 @@ def _status_cell(status: Optional[str], reason: Optional[str] = "", note: Option
 
 
 def _matrix_cell(cell: Dict[str, Any]) -> str:
-    return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
+    warnings = cell.get("warnings") or []
+    if not warnings:
+        return _status_cell(cell.get("status"), cell.get("reason"), cell.get("note"))
+    # a fleet outlier is marked but keeps its status colour: the SKU's floor decided the verdict
+    reason = "%s | fleet: %s" % (cell.get("reason") or "", "; ".join(warnings))
+    return _status_cell(cell.get("status"), reason, cell.get("note"), "⚠ fleet outlier")
 
 
 def plain(value: Any) -> str:

@@ -58,7 +58,7 @@ TEST_KINDS: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "dcgmproftester": {"params": ("duration_s", "field_id"), "thresholds": ()},
     "power_sustained": {"params": _POWER_PARAMS, "thresholds": _POWER_THRESHOLDS},
     "power_pulsating": {"params": _POWER_PARAMS, "thresholds": _POWER_THRESHOLDS},
-    "ib_write_bw_pairwise": {"params": ("pairing", "size_bytes", "gpudirect", "cuda_devices", "bidirectional")
+    "ib_write_bw_pairwise": {"params": ("pairing", "size_bytes", "gpudirect", "cuda_devices", "hcas", "bidirectional")
                              + _FABRIC_PARAMS,
                              "thresholds": ("min_bidir_gbps", "max_p99_lat_us")},
     "nccl_all_reduce": {"params": _COLLECTIVE_PARAMS, "thresholds": ("min_busbw_gbps",)},

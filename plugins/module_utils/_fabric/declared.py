@@ -14,7 +14,6 @@ its row in the burn-in gate.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 from .._core.errors import ParseError, ValidationError
@@ -28,16 +27,16 @@ KINDS: dict[str, dict[str, Any]] = {
     "nccl_all_gather": {"transport": "nccl-tests", "floor": "min_busbw_gbps", "collective": "all_gather"},
     "rccl_all_reduce": {"transport": "rccl-tests", "floor": "min_busbw_gbps", "collective": "all_reduce"},
 }
-# Thresholds no fabric transport measures yet: a node cannot pass while one of these is set.
-UNMEASURED = {"max_p99_lat_us": "p99 latency (ib_write_lat) is not measured by this collection"}
-_TEST_FAILURE = re.compile(r"Test .*failure", re.I)
 
 
 def test_options(test: dict[str, Any]) -> dict[str, Any]:
     """``fabric_test`` options for one declared test ``{name, kind, params, thresholds}``.
 
     Returns ``{check, transport, replaced, floor, nodes, message_bytes, binary, gpus_per_node, duration_s,
-    bidirectional, gpudirect, cuda_devices, unmeasured}``; ``gpudirect`` with ``params.cuda_devices`` (GPU index
+    bidirectional, gpudirect, cuda_devices, hcas, max_p99_lat_us, unmeasured}``; ``unmeasured`` (threshold -> why)
+    names a floor the SKU left out (a test that ran its own tool is never judged only relative to its peers);
+    ``max_p99_lat_us`` (µs) goes to ib_write_bw's ``ib_write_lat`` pass; ``hcas``: the fabric HCAs to measure,
+    in ``cuda_devices`` order; ``gpudirect`` with ``params.cuda_devices`` (GPU index
     per HCA, the node's PCIe pairing) puts ib_write_bw's buffers in GPU memory; ``floor`` in the transport's
     unit (Gb/s, busbw GB/s), None = relative; ``replaced``: the profile replaced the kind's tool.
     Raises :class:`ValidationError` for a kind not in :data:`KINDS`.
@@ -53,6 +52,10 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
     if transport != spec["transport"]:
         thresholds = {spec["floor"]: params.get("floor")}
     size = params.get("size_bytes") or params.get("max_bytes")
+    unmeasured = {}
+    if transport == spec["transport"] and thresholds.get(spec["floor"]) is None:
+        # judged relative to its peers only, a fleet that is uniformly slow would pass: never without the floor
+        unmeasured[spec["floor"]] = "the SKU declares no %s for this test" % spec["floor"]
     binary = params.get("binary")
     if binary is None and spec["collective"] and transport in ("nccl-tests", "rccl-tests"):
         binary = _nccl.BINARIES[spec["collective"]]
@@ -62,8 +65,9 @@ def test_options(test: dict[str, Any]) -> dict[str, Any]:
             "gpus_per_node": params.get("gpus_per_node"), "duration_s": params.get("duration_s"),
             "bidirectional": bool(params.get("bidirectional", spec["floor"] == "min_bidir_gbps")),
             "gpudirect": bool(params.get("gpudirect")) and transport == "ib_write_bw",
-            "cuda_devices": params.get("cuda_devices"),
-            "unmeasured": {k: UNMEASURED[k] for k in UNMEASURED if thresholds.get(k) is not None}}
+            "cuda_devices": params.get("cuda_devices"), "hcas": params.get("hcas"),
+            "max_p99_lat_us": thresholds.get("max_p99_lat_us") if transport == "ib_write_bw" else None,
+            "unmeasured": unmeasured}
 
 
 def effective_floor(options: dict[str, Any], module_floor: float | None) -> float | None:
@@ -90,7 +94,7 @@ def hold_unmeasured(interfaces: dict[str, dict[str, Any]], unmeasured: dict[str,
     for outcome in interfaces.values():
         if outcome.get("status") == "pass":
             outcome["status"] = "not_run"
-            outcome["reason"] = "bandwidth floor met, but %s; the test cannot pass unjudged (%s)" % (
+            outcome["reason"] = "measured, but %s; the test cannot pass unjudged (%s)" % (
                 "; ".join("%s: %s" % kv for kv in sorted(unmeasured.items())), outcome.get("reason") or "")
 
 
@@ -106,7 +110,7 @@ def judge_single_node(text: str, rc: int, floor: float | None, expected_ranks: i
     run with no busbw at ``size`` (bytes; default its largest size).  Passes only with ``floor`` (GB/s) met;
     without a floor it is ``not_run``.  Returns ``{status, reason, remediation, observed}``.
     """
-    failures = [line.strip() for line in text.splitlines() if _TEST_FAILURE.search(line)]
+    failures = _nccl.failure_lines(text)
     if failures:
         return {"status": "fail", "reason": "nccl-tests reported: %s" % " | ".join(failures)[:400],
                 "remediation": "read the raw output; reset the GPUs or NICs named and rerun", "observed": None}
@@ -124,11 +128,9 @@ def judge_single_node(text: str, rc: int, floor: float | None, expected_ranks: i
                 "remediation": "the run did not finish; read the raw output", "observed": None}
     nranks = parsed.get("nranks")
     observed: dict[str, Any] = {"nranks": nranks, "avg_busbw": parsed.get("avg_busbw")}
-    if not nranks or nranks < 2 or (expected_ranks and nranks < expected_ranks):
-        return {"status": "not_run", "observed": observed,
-                "reason": "invalid configuration: %s rank(s) in the 'Using devices' lines (expected %s); "
-                          "busbw over one rank is 0 by definition, so the run cannot be judged"
-                          % (nranks or "no", expected_ranks or ">= 2"),
+    invalid = _nccl.rank_problem(parsed, expected_ranks)
+    if invalid:
+        return {"status": "not_run", "observed": observed, "reason": invalid,
                 "remediation": "run with every GPU of the node visible (-g <gpus>) and rerun"}
     corrupt = _nccl.corruption(parsed)
     if corrupt["corrupt"]:

@@ -159,9 +159,9 @@ def fabric_test_module(params, check_mode=False):
     transport = make_transport(
         option("transport"), launcher, params.get("addresses") or {},
         timeout_s=params.get("timeout_s"), duration_s=option("duration_s"), port=params.get("port"),
-        streams=params.get("streams"), hcas=params.get("hcas"), size=option("message_bytes"),
+        streams=params.get("streams"), hcas=option("hcas"), size=option("message_bytes"),
         gpus_per_node=option("gpus_per_node"), binary=option("binary"), env=params.get("nccl_env"),
-        bidirectional=declared.get("bidirectional"),
+        bidirectional=declared.get("bidirectional"), max_p99_lat_us=declared.get("max_p99_lat_us"),
         cuda_devices=declared.get("cuda_devices") if declared.get("gpudirect") else None)
     single = bool(declared) and declared["nodes"] == 1
     if check_mode:

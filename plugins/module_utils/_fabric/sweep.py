@@ -14,6 +14,7 @@ from .._core.gate import CheckResult, new_run_id
 from .._core.ledger import open_ledger
 from .._core.sku import load_manifest
 from .._host import nccl as _nccl
+from .._host import nccl_info as _nccl_info
 from .._host.launchers import launcher_from_params
 from .commands import missing_tool, run_command, tail
 from .schedules import check_nodes
@@ -44,7 +45,8 @@ def run_nccl_sweep(hosts, launcher=None, collective="all_reduce", gpus_per_node=
     already made (analysed instead of launching).  Multi-node counts need ``srun``/``mpirun``; one node
     runs through any launcher as one process driving every GPU (``-g gpus_per_node``).
     Returns ``{"ok": bool|None, "runs": [{"nodes", "hosts", "status": pass|fail|not_run, "reason",
-    "analysis", "command"}], "nccl_env": {...}, "collective"}``; ``ok`` is None when nothing ran.
+    "analysis", "command"}], "nccl_env": {...}, "collective"}``; ``ok`` is False when a count failed, else None
+    when one could not run or be judged (no floor, fewer ranks than ``n * gpus_per_node``), else True.
     """
     collective = _nccl.normalise_collective(collective)
     binary = (binary_dir.rstrip("/") + "/" if binary_dir else "") + _nccl.BINARIES[collective]
@@ -76,26 +78,36 @@ def run_nccl_sweep(hosts, launcher=None, collective="all_reduce", gpus_per_node=
             if rc != 0:
                 runs.append(dict(run, status="fail", reason="%s exited %d: %s" % (binary, rc, tail(err or text, 300))))
                 continue
+        failures = _nccl.failure_lines(text)
+        if failures:
+            runs.append(dict(run, status="fail", reason="nccl-tests reported: %s" % " | ".join(failures)[:400]))
+            continue
         try:
             parsed = _nccl.parse(text)
         except ParseError as exc:
             runs.append(dict(run, status="fail", reason=str(exc)))
             continue
+        invalid = _nccl.rank_problem(parsed, n * gpus_per_node)
+        if invalid:
+            runs.append(dict(run, status="not_run", reason=invalid))
+            continue
         analysis = _nccl.analyse(parsed, (floors or {}).get(n), tolerance, env or parsed.get("env"))
-        info = _nccl.parse_debug_info(text)
+        info = _nccl_info.parse_debug_info(text)
         analysis["nccl_info"] = info
         # A recorded output without NCCL's init lines cannot be checked against the recipe; one we ran can.
         if env and (text is not (outputs or {}).get(n) or info["version"] or info["transport"]):
-            analysis["golden_recipe"] = _nccl.golden_recipe_mismatches(info, env)
+            analysis["golden_recipe"] = _nccl_info.golden_recipe_mismatches(info, env)
             if analysis["golden_recipe"]:
                 analysis["ok"] = False
                 analysis["reasons"] = list(analysis["reasons"]) + ["golden recipe: %s" % "; ".join(
                     analysis["golden_recipe"])]
-        runs.append(dict(run, status="pass" if analysis["ok"] else "fail", analysis=analysis,
+        status = "not_run" if analysis["ok"] is None else "pass" if analysis["ok"] else "fail"
+        runs.append(dict(run, status=status, analysis=analysis,
                          reason="; ".join(analysis["reasons"]) or "busbw rises monotonically to %.2f GB/s"
                          % analysis["shape"]["plateau_gbps"]))
     statuses = [r["status"] for r in runs]
-    ok = None if all(s == "not_run" for s in statuses) else all(s == "pass" for s in statuses if s != "not_run")
+    # A sweep passes only when every node count passed: one that could not run leaves it unjudged.
+    ok = False if "fail" in statuses else None if "not_run" in statuses or not statuses else True
     return {"ok": ok, "runs": runs, "nccl_env": env, "collective": collective}
 
 

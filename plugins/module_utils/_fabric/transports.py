@@ -5,7 +5,7 @@
 
 A *pair transport* measures one pair of nodes and returns a :class:`~._fabric.pairs.PairTest`:
 ``iperf3`` (TCP, Gb/s, ``--bidir`` so both directions count), ``ib_write_bw`` (perftest, per HCA, Gb/s,
-the pair's value is its slowest HCA), ``nccl-tests``/``rccl-tests`` (``all_reduce_perf`` over the two
+the pair's value is its slowest HCA; with a p99 limit, ``ib_write_lat`` per HCA too), ``nccl-tests``/``rccl-tests`` (``all_reduce_perf`` over the two
 nodes, busbw GB/s at the largest size; ``#wrong``/out-of-bounds = corruption = 0).  A test that could
 not be measured (unreachable host, tool missing, timeout) is ``error`` with the reason, never a pass
 and never a fabric verdict.
@@ -24,6 +24,7 @@ from .._core.errors import ParseError, ToolNotFoundError, ValidationError
 from .._host import nccl as _nccl
 from .._host.launchers import Launcher
 from .._host.parsers.ib_write_bw import parse_ib_write_bw
+from .._host.parsers.ib_write_lat import parse_ib_write_lat
 from .._host.parsers.iperf3 import parse_iperf3_json
 from .._host.process import spawn
 from .commands import TIMEOUT_RC, missing_tool, run_command, tail
@@ -129,13 +130,21 @@ class IbWriteBwTransport(PairTransport):
     the pair's value is its slowest HCA in Gb/s, every HCA's number is evidence.  ``bidirectional`` adds
     ``-b`` (perftest: both directions at once, the sum reported), what a ``min_bidir_gbps`` floor is about.
     ``cuda_devices`` (GPUDirect RDMA): the GPU index whose memory each HCA's buffers live in, perftest
-    ``--use_cuda=<index>``; one per HCA, in ``hcas`` order."""
+    ``--use_cuda=<index>``; one per HCA, in ``hcas`` order.
+
+    ``max_p99_lat_us`` (the SKU's limit, µs): each HCA is also measured with ``ib_write_lat -n lat_iters`` (an
+    iterations run: only that prints the 99% percentile column) in host memory, as imbue-ai/cluster-health
+    ``host_validation/p2p_ib_test.py`` does (perftest has CUDA latency tests for read/send verbs only).  A p99
+    above the limit on any HCA is a failed link: the pair's value is recorded as 0 with the latencies as
+    evidence, as a failed collective is, so the judge and the localisation treat it like a slow link.  An absent
+    ``ib_write_lat`` or a run with no percentile column is ``error`` (the limit cannot be judged)."""
 
     name = "ib_write_bw"
     unit = "Gb/s"
 
     def __init__(self, launcher, addresses=None, timeout_s=60, hcas=("mlx5_0",), size=8388608, duration_s=5,
-                 port=18515, binary="ib_write_bw", bidirectional=False, cuda_devices=None):
+                 port=18515, binary="ib_write_bw", bidirectional=False, cuda_devices=None, max_p99_lat_us=None,
+                 lat_binary="ib_write_lat", lat_iters=5000):
         super().__init__(launcher, addresses, timeout_s)
         self.bidirectional = bool(bidirectional)
         self.cuda_devices = list(cuda_devices) if cuda_devices is not None else None
@@ -147,44 +156,78 @@ class IbWriteBwTransport(PairTransport):
         self.duration_s = int(duration_s)
         self.port = int(port)
         self.binary = binary
+        self.max_p99_lat_us = None if max_p99_lat_us is None else float(max_p99_lat_us)
+        self.lat_binary = lat_binary
+        self.lat_iters = int(lat_iters)
+
+    def _run(self, a, b, binary, args):
+        """Server on ``b``, client on ``a`` (perftest's pattern): ``(rc, stdout, stderr)`` of the client.
+        Raises :class:`ToolNotFoundError` when the launcher itself is absent on the controller."""
+        srv = spawn(self.launcher.wrap(b, ["timeout", str(int(self.timeout_s)), binary] + args))
+        try:
+            time.sleep(0.5)
+            return run_command(self.launcher.wrap(a, [binary] + args + [self.address(b)]), self.timeout_s)
+        finally:
+            srv.stop(wait_s=10, grace_s=10)
+
+    def _perftest(self, a, b, hca, binary, args, parse, key, absent=""):
+        """``(parse(client output)[key], None)``, or ``(None, error PairTest)`` when ``binary`` is absent (the
+        reason ends with ``absent``), exits non-zero or prints no table."""
+        rc, out, err = self._run(a, b, binary, args)
+        if missing_tool(rc, err, binary):
+            return None, self.error(a, b, "%s not found on %s%s" % (binary, a, absent))
+        if rc != 0:
+            return None, self.error(a, b, "%s %s -> %s on %s exited %d: %s" % (binary, a, b, hca, rc, tail(err, 200)))
+        try:
+            return parse(out)[key], None
+        except ParseError as exc:
+            return None, self.error(a, b, "%s output unreadable on %s: %s" % (binary, hca, exc))
 
     def measure(self, a, b, slot=0):
-        per_hca = {}
+        try:
+            return self._measure(a, b, slot)
+        except ToolNotFoundError as exc:
+            return self.error(a, b, "not found on the controller: %s" % exc)
+
+    def _measure(self, a, b, slot):
+        per_hca, p99 = {}, {}
         for i, hca in enumerate(self.hcas):
-            port = self.port + slot * len(self.hcas) + i
+            port = self.port + 2 * (slot * len(self.hcas) + i)
             common = ["-d", hca, "-p", str(port), "--report_gbits", "-s", str(self.size), "-D", str(self.duration_s), "-F"]
             if self.bidirectional:
                 common.append("-b")
             if self.cuda_devices is not None:
                 common.append("--use_cuda=%s" % self.cuda_devices[i])
-            server = self.launcher.wrap(b, ["timeout", str(int(self.timeout_s)), self.binary] + common)
-            try:
-                srv = spawn(server)
-            except ToolNotFoundError:
-                return self.error(a, b, "%s not found on the controller" % server[0])
-            try:
-                time.sleep(0.5)
-                rc, out, err = run_command(self.launcher.wrap(a, [self.binary] + common + [self.address(b)]),
-                                           self.timeout_s)
-            finally:
-                srv.stop(wait_s=10, grace_s=10)
-            if missing_tool(rc, err, self.binary):
-                return self.error(a, b, "%s not found on %s" % (self.binary, a))
-            if rc != 0:
-                return self.error(a, b, "ib_write_bw %s -> %s on %s exited %d: %s" % (a, b, hca, rc, tail(err, 200)))
-            try:
-                per_hca[hca] = parse_ib_write_bw(out)["avg_gbps"]
-            except ParseError as exc:
-                return self.error(a, b, "ib_write_bw output unreadable on %s: %s" % (hca, exc))
+            per_hca[hca], error = self._perftest(a, b, hca, self.binary, common, parse_ib_write_bw, "avg_gbps")
+            if error is not None:
+                return error
+            if self.max_p99_lat_us is None:
+                continue
+            p99[hca], error = self._perftest(a, b, hca, self.lat_binary,
+                                             ["-d", hca, "-p", str(port + 1), "-n", str(self.lat_iters), "-F"],
+                                             parse_ib_write_lat, "p99_us",
+                                             ": the p99 latency limit %.2f us cannot be judged" % self.max_p99_lat_us)
+            if error is not None:
+                return error
+            if p99[hca] is None:
+                return self.error(a, b, "ib_write_lat on %s printed no 99%% percentile column (perftest too old?)" % hca)
         worst = min(per_hca, key=lambda hca: per_hca[hca])
-        return PairTest(a, b, OK, per_hca[worst], self.unit,
-                        evidence={"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst,
-                                  "bidirectional": self.bidirectional, "cuda_devices": self.cuda_devices})
+        evidence = {"tool": "ib_write_bw", "per_hca_gbps": per_hca, "slowest_hca": worst,
+                    "bidirectional": self.bidirectional, "cuda_devices": self.cuda_devices}
+        if self.max_p99_lat_us is not None:
+            over = {hca: v for hca, v in p99.items() if v > self.max_p99_lat_us}
+            evidence.update(p99_lat_us=p99, max_p99_lat_us=self.max_p99_lat_us, latency_over=sorted(over))
+            if over:
+                return PairTest(a, b, OK, 0.0, self.unit, evidence=dict(evidence, bandwidth_gbps=per_hca[worst]),
+                                reason="p99 latency above %.2f us on %s" % (self.max_p99_lat_us, ", ".join(
+                                    "%s %.2f us" % kv for kv in sorted(over.items()))))
+        return PairTest(a, b, OK, per_hca[worst], self.unit, evidence=evidence)
 
 
 class NcclPairTransport(PairTransport):
     """nccl-tests (or rccl-tests) ``all_reduce_perf`` over the two nodes at one large size; value = busbw
-    GB/s.  ``#wrong`` > 0 or out-of-bounds values are data corruption: the value is recorded as 0."""
+    GB/s.  ``#wrong`` > 0, out-of-bounds values or ``Test ... failure`` lines are a failed collective: the value is
+    recorded as 0.  Fewer ranks than the two nodes' GPUs is an invalid configuration (``error``, not a value)."""
 
     name = "nccl-tests"
     unit = "GB/s"
@@ -208,12 +251,20 @@ class NcclPairTransport(PairTransport):
         rc, out, err = run_command(argv, self.timeout_s)
         if missing_tool(rc, err, self.binary) or missing_tool(rc, err, argv[0]):
             return self.error(a, b, "%s not found (%s)" % (self.binary, tail(err, 200)))
+        failures = _nccl.failure_lines(out + "\n" + err)
+        if failures:
+            # the collective itself failed between these two nodes: a measurement of 0, quoting nccl-tests
+            return PairTest(a, b, OK, 0.0, self.unit, reason="nccl-tests reported: %s" % " | ".join(failures)[:400],
+                            evidence={"tool": self.name, "failures": failures[:20], "rc": rc, "nccl_env": self.env})
         if rc != 0:
             return self.error(a, b, "%s over %s,%s exited %d: %s" % (self.binary, a, b, rc, tail(err or out, 300)))
         try:
             parsed = _nccl.parse(out)
         except ParseError as exc:
             return self.error(a, b, str(exc))
+        invalid = _nccl.rank_problem(parsed, 2 * self.gpus_per_node)
+        if invalid:
+            return self.error(a, b, invalid, nranks=parsed.get("nranks"))
         corrupt = _nccl.corruption(parsed)
         points = _nccl.curve(parsed)
         value = 0.0 if corrupt["corrupt"] else (points[-1][1] if points else None)
@@ -232,7 +283,8 @@ def make_transport(name: str, launcher: Launcher, addresses: dict | None = None,
         keys = ("timeout_s", "duration_s", "port", "streams", "bidir", "binary")
         return Iperf3Transport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name == "ib_write_bw":
-        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary", "bidirectional", "cuda_devices")
+        keys = ("timeout_s", "hcas", "size", "duration_s", "port", "binary", "bidirectional", "cuda_devices",
+                "max_p99_lat_us")
         return IbWriteBwTransport(launcher, addresses, **{k: options[k] for k in keys if k in options})
     if name in ("nccl-tests", "rccl-tests"):
         keys = ("timeout_s", "binary", "gpus_per_node", "size", "env")

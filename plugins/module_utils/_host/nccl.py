@@ -84,6 +84,9 @@ _PARAMS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s
                      r"validation:\s*(\d+)", re.I)
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$")
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\S+)")
+# nccl-tests src/common.h NCCLCHECK/CUDACHECK: "<host>: Test NCCL failure common.cu:NNN 'msg / last error'"
+# (and "Test CUDA failure", "Test failure" from testStreamSynchronize); rccl-tests prints the same words.
+_TEST_FAILURE = re.compile(r"\bTest (?:\w+ )?failure\b", re.I)
 
 
 def _strip_provenance(text: str) -> str:
@@ -98,7 +101,8 @@ def parse_text(text: str) -> dict[str, Any]:
 
     Returns ``{"rows": [{"size": B, "count": int, "type": str, "redop": str, "root": int|None,
     "out_of_place": {"time_us", "algbw", "busbw", "wrong"}, "in_place": {...}}], "out_of_bounds": int,
-    "out_of_bounds_ok": bool, "avg_busbw": GB/s, "validation": bool|None, "ranks": [...], "nranks": int,
+    "out_of_bounds_ok": bool, "avg_busbw": GB/s, "avg_busbw_failed": bool (nccl-tests' own NCCL_TESTS_MIN_BW
+    verdict), "validation": bool|None, "ranks": [...], "nranks": int,
     "completed": True, "collective": str|None}``; ``wrong`` is None when validation is off (``N/A``).
     Raises :class:`ParseError` when the header, every data row, or the completion footer is missing.
     """
@@ -110,6 +114,7 @@ def parse_text(text: str) -> dict[str, Any]:
     ranks = []
     rows = []
     oob = oob_ok = avg = None
+    avg_failed = False
     collective = None
     for line in lines:
         s = line.strip()
@@ -136,6 +141,8 @@ def parse_text(text: str) -> dict[str, Any]:
             m = _AVG.match(s)
             if m:
                 avg = _num(m.group(1))
+                # NCCL_TESTS_MIN_BW set: nccl-tests appends OK/FAILED (FAILED below 0.9 x that value)
+                avg_failed = m.group(2).upper() == "FAILED"
                 continue
             m = _CONCLUDED.match(s)
             if m:
@@ -154,9 +161,30 @@ def parse_text(text: str) -> dict[str, Any]:
         raise ParseError("no '# Out of bounds values' / '# Avg bus bandwidth' footer: the run did not complete",
                          where=TOOL)
     return {"rows": rows, "out_of_bounds": oob, "out_of_bounds_ok": bool(oob_ok), "avg_busbw": avg,
+            "avg_busbw_failed": avg_failed,
             "validation": params.get("validation"), "params": params, "ranks": ranks,
             "nranks": len(ranks) or None, "completed": True,
             "collective": normalise_collective(collective) if collective else None}
+
+
+def failure_lines(text: str) -> list[str]:
+    """The ``Test ... failure`` lines nccl-tests/rccl-tests printed (stripped, in order); ``[]`` when none."""
+    return [line.strip() for line in (text or "").splitlines() if _TEST_FAILURE.search(line)]
+
+
+def rank_problem(parsed: dict[str, Any], expected_ranks: int | None = None) -> str | None:
+    """Why a parsed run cannot be judged on its rank count, or None when it can.
+
+    The ranks are the ``# Rank n ... device`` lines under ``# Using devices`` (or ``config.devices`` in ``-J``
+    JSON).  busbw over one rank is 0 by definition (nccl-tests ``doc/PERFORMANCE.md``: the busbw factor of
+    all_reduce is 2(n-1)/n), so a run over fewer than two ranks, or over fewer than ``expected_ranks`` (the GPUs
+    the test was meant to span), is an invalid configuration: never a pass, and never a 0 GB/s fail.
+    """
+    nranks = parsed.get("nranks")
+    if nranks and nranks >= 2 and not (expected_ranks and nranks < expected_ranks):
+        return None
+    return ("invalid configuration: %s rank(s) in the 'Using devices' lines (expected %s); busbw over one rank "
+            "is 0 by definition, so the run cannot be judged" % (nranks or "no", expected_ranks or ">= 2"))
 
 
 def _parse_row(fields: list[str], header: Any) -> dict[str, Any] | None:
@@ -384,7 +412,8 @@ def check_sweep(points: list[tuple[int, float]], floor_gbps: float | None = None
     if not flat:
         reasons.append("busbw still rising/unstable at the largest sizes (%s): no plateau reached"
                        % ", ".join("%.2f" % bw for bw in tail))
-    return {"ok": not dips and not below, "dips": dips, "plateau_gbps": plateau,
+    # A curve still rising at its largest sizes has not shown its plateau: its level is not known, so it fails.
+    return {"ok": not dips and not below and flat, "dips": dips, "plateau_gbps": plateau,
             "floor_gbps": float(floor_gbps) if floor_gbps is not None else None, "below_floor": below,
             "flat": flat, "failing_sizes": sorted(failing), "reasons": reasons}
 
@@ -393,9 +422,11 @@ def analyse(parsed: dict[str, Any], floor_gbps: float | None = None, tolerance: 
             nccl_env: dict | None = None, min_size: int | None = None) -> dict[str, Any]:
     """Full verdict of one nccl-tests run: corruption + shape + level.
 
-    Returns ``{"ok": bool, "corruption": {...}, "shape": {...}, "validation": bool|None,
+    Returns ``{"ok": bool|None, "corruption": {...}, "shape": {...}, "validation": bool|None,
     "avg_busbw": GB/s, "max_busbw": GB/s, "nccl_env": {...}, "reasons": [...]}``.  ``nccl_env`` (the
     SKU's golden recipe) is recorded with the result.  ``min_size``: ignore smaller sizes for shape.
+    ``ok`` is None (not judged) when nothing failed but no ``floor_gbps`` was given: a run never passes
+    without a floor met.
     """
     points = [(s, b) for s, b in curve(parsed) if min_size is None or s >= min_size]
     shape = check_sweep(points, floor_gbps, tolerance)
@@ -406,77 +437,13 @@ def analyse(parsed: dict[str, Any], floor_gbps: float | None = None, tolerance: 
     if corrupt["out_of_bounds"] or not parsed.get("out_of_bounds_ok", True):
         reasons.insert(0, "out of bounds values: %d (data corruption)" % corrupt["out_of_bounds"])
     failing = sorted(set(shape["failing_sizes"]) | set(corrupt["wrong_sizes"]))
-    return {"ok": shape["ok"] and not corrupt["corrupt"], "corruption": corrupt, "shape": shape,
+    if parsed.get("avg_busbw_failed"):
+        reasons.append("nccl-tests printed FAILED after '# Avg bus bandwidth' (below its NCCL_TESTS_MIN_BW)")
+    ok: bool | None = shape["ok"] and not corrupt["corrupt"] and not parsed.get("avg_busbw_failed")
+    if ok and floor_gbps is None:
+        ok = None
+        reasons.append("no busbw floor declared: the run cannot pass without one")
+    return {"ok": ok, "corruption": corrupt, "shape": shape,
             "failing_sizes": failing, "validation": parsed.get("validation"), "avg_busbw": parsed.get("avg_busbw"),
             "max_busbw": max((b for _s, b in points), default=None), "nccl_env": dict(nccl_env or parsed.get("env") or {}),
             "reasons": reasons}
-
-
-# NCCL_DEBUG=INFO init lines (NCCL's own log, "<host>:<pid>:<tid> [<dev>] NCCL INFO ..."):
-#   NCCL INFO NCCL version 2.20.5+cuda12.4
-#   NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.4.2.31<0>
-#   NCCL INFO NET/Socket : Using [0]eth0:10.4.2.17<0>          (no RDMA device: fell back to TCP)
-#   NCCL INFO Using network IB                                  (or IBext_v11, AWS Libfabric: a net plugin)
-#   NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1
-_NCCL_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
-_NCCL_NET = re.compile(r"NCCL INFO NET/(\w+)\s*:\s*Using (.*?)(?:;\s*OOB (\S+?)(?::[\d.]+<\d+>)?)?\s*$")
-_NCCL_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
-_NCCL_SET = re.compile(r"NCCL INFO (NCCL_\w+) set by environment to (.*?)\s*$")
-_NCCL_DEV = re.compile(r"\[\d+\]([\w.-]+?)(?=[:/<\s]|$)")
-
-
-def parse_debug_info(text: str) -> dict[str, Any]:
-    """What NCCL said about itself at init (``NCCL_DEBUG=INFO``): ``{version, transport, devices, oob, network,
-    env}``; ``transport`` is ``IB`` or ``Socket`` (the ``NET/<x>`` line), ``devices`` its HCAs/interfaces without
-    port suffixes, ``env`` the ``NCCL_*`` variables NCCL reports set.  Fields not printed are None / empty."""
-    info: dict[str, Any] = {"version": None, "transport": None, "devices": [], "oob": None, "network": None,
-                            "env": {}}
-    for line in text.splitlines():
-        match = _NCCL_VERSION.search(line)
-        if match:
-            info["version"] = info["version"] or match.group(1)
-            continue
-        match = _NCCL_NET.search(line)
-        if match and info["transport"] is None:
-            info["transport"] = match.group(1)
-            info["devices"] = _NCCL_DEV.findall(match.group(2))
-            info["oob"] = match.group(3)
-            continue
-        match = _NCCL_NETWORK.search(line)
-        if match:
-            info["network"] = info["network"] or match.group(1)
-            continue
-        match = _NCCL_SET.search(line)
-        if match:
-            info["env"].setdefault(match.group(1), match.group(2))
-    return info
-
-
-def golden_recipe_mismatches(info: dict[str, Any], nccl_env: dict[str, Any]) -> list[str]:
-    """Where what NCCL reported (:func:`parse_debug_info`) differs from the SKU's golden recipe (``nccl_env``).
-
-    Checked: ``NCCL_IB_HCA`` (every HCA used is one the recipe names, and NCCL used IB, not the Socket fallback),
-    ``NCCL_SOCKET_IFNAME`` (the OOB interface), ``NCCL_NET_PLUGIN``/``NCCL_NET`` (the network NCCL chose), and any
-    variable NCCL reports set to a value other than the recipe's.  Empty when nothing differs; an ``info`` with
-    no NCCL init lines at all gives one mismatch saying so (a run without NCCL_DEBUG=INFO proves nothing).
-    """
-    if not info.get("version") and not info.get("transport"):
-        return ["no NCCL init lines in the output (run with NCCL_DEBUG=INFO)"]
-    out = []
-    hca = str(nccl_env.get("NCCL_IB_HCA") or "")
-    if hca:
-        wanted = {name.split(":")[0] for name in hca.lstrip("=^").split(",") if name}
-        if info.get("transport") != "IB":
-            out.append("NCCL_IB_HCA %s but NCCL used NET/%s %s" % (hca, info.get("transport"), info.get("devices")))
-        elif not hca.startswith("^") and set(info["devices"]) - wanted:
-            out.append("NCCL used HCAs %s outside NCCL_IB_HCA %s" % (sorted(set(info["devices"]) - wanted), hca))
-    ifname = str(nccl_env.get("NCCL_SOCKET_IFNAME") or "")
-    if ifname and info.get("oob") and not any(info["oob"].startswith(p) for p in ifname.lstrip("=^").split(",")):
-        out.append("OOB interface %s, not NCCL_SOCKET_IFNAME %s" % (info["oob"], ifname))
-    plugin = str(nccl_env.get("NCCL_NET") or nccl_env.get("NCCL_NET_PLUGIN") or "")
-    if plugin and info.get("network") and plugin.lower() not in info["network"].lower():
-        out.append("NCCL used network %s, not %s" % (info["network"], plugin))
-    for key, value in sorted(info.get("env", {}).items()):
-        if key in nccl_env and str(nccl_env[key]) != value:
-            out.append("%s is %s at run time, the recipe says %s" % (key, value, nccl_env[key]))
-    return out

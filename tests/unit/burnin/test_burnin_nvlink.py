@@ -127,3 +127,14 @@ def test_gb200_sku_reads_the_fabric_state(repo_root, tmp_path):
     assert _run(repo_root, tmp_path, "gb200_nvl_tray.yml", outputs).status == "pass"
     outputs["-q"] = fabric_text(state="Not Started", status="N/A")
     assert _run(repo_root, tmp_path, "gb200_nvl_tray.yml", outputs).status == "fail"
+
+
+def test_a_declared_counter_the_driver_did_not_print_is_unjudged_not_zero():
+    """A link listing only CRC counters (the newer one-counter-per-line layout above) says nothing about replays: with
+    max_replay_errors declared that link is unjudged; so is a GPU missing from nvlink -e."""
+    status = P.parse_nvlink_status(status_text(2))
+    only_crc = P.parse_nvlink_errors("GPU 0: H100\n Link 0:\n  CRC Flit Error: 0\n")
+    problems, unjudged = N.judge_links(status[:1], only_crc, 1, {"max_replay_errors": 0, "max_crc_errors": 0})
+    assert problems == [] and unjudged == ["GPU 0 link 0 max_replay_errors"]
+    problems, unjudged = N.judge_links(status, P.parse_nvlink_errors(errors_text(1)), 2, {"max_crc_errors": 0})
+    assert unjudged == ["max_crc_errors: 1 GPU(s) in nvlink -e, 2 expected"]

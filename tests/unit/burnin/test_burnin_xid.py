@@ -78,3 +78,14 @@ def test_follow_on_xid_is_linked_to_its_cause_not_counted_again():
     # the cause outside the window: the follow-on stands alone and says what caused it
     (alone,) = _findings(text.splitlines()[1])["xids"]
     assert alone["xid"] == 45 and alone["caused_by"] == 149 and alone["severity"] == "info"
+
+
+def test_a_fail_severity_follow_on_is_not_hidden_behind_a_nonfatal_cause():
+    """Constructed (our values) in the driver's follow-on wording: a Nonfatal NVLink Xid 149 whose follow-on is a
+    fail-severity Xid 62.  Linked, not counted again, but the finding takes the follow-on's severity."""
+    text = "\n".join([NONFATAL_149, "[ 5123.9] NVRM: Xid (PCI:0018:01:00): 62, 0000(0000) caused by previous Xid 149"])
+    findings = _findings(text)
+    (finding,) = findings["xids"]
+    assert finding["follow_ons"] == {62: 1} and finding["count"] == 1
+    assert finding["severity"] == "fail" and finding["severity_source"] == "follow_on Xid 62"
+    assert xid_outcome(findings, "during the gpu tier", {}).status == "fail"

@@ -1,13 +1,12 @@
 """Gate computation, blocked derivation and the gate_record / gate_info logic (check mode writes nothing)."""
 
-import os
 
 import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as g
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate_ops as _gate_ops
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import GateError
-from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import ledger_exists, open_ledger
 
 # The pre-deployment chain: reach -> login -> {gpus, firmware}; sel independent of login order-wise.
 CHECKS = [
@@ -77,12 +76,12 @@ def test_graph_run_blocks_without_calling():
     assert [r.status for r in results] == ["fail", "blocked"] and not called
 
 
-def test_gate_record_check_mode_writes_nothing(tmp_path):
-    ledger = str(tmp_path / "ledger.sqlite")
+def test_gate_record_check_mode_writes_nothing(ledger_url):
+    ledger = ledger_url
     params = {"ledger": ledger, "node": "gpu-r01-u02", "stage": "pre_deployment", "checks": CHECKS,
               "run_id": "run-a", "optional": [], "waive": []}
     checked = _gate_ops.gate_record(params, check_mode=True)
-    assert checked["changed"] is False and not os.path.exists(ledger)
+    assert checked["changed"] is False and not ledger_exists(ledger)
     real = _gate_ops.gate_record(params, check_mode=False)
     assert real["changed"] is True and real["gate"] == checked["gate"]
     assert [r["status"] for r in real["results"]] == [r["status"] for r in checked["results"]]
@@ -92,8 +91,8 @@ def test_gate_record_check_mode_writes_nothing(tmp_path):
     assert len(info["results"]) == 5
 
 
-def test_waiver_is_a_new_row_and_history_keeps_everything(tmp_path):
-    ledger = str(tmp_path / "ledger.sqlite")
+def test_waiver_is_a_new_row_and_history_keeps_everything(ledger_url):
+    ledger = ledger_url
     base = {"ledger": ledger, "node": "n1", "stage": "burn_in", "optional": [], "waive": []}
     failing = [{"name": "fio_seq_read", "status": "fail", "reason": "slow drive"}]
     _gate_ops.gate_record(dict(base, run_id="r1", checks=failing), False)
@@ -111,11 +110,11 @@ def test_waiver_is_a_new_row_and_history_keeps_everything(tmp_path):
     assert [h["run_id"] for h in info["history"]] == ["r1", "r2", "r3"]
 
 
-def test_gate_info_missing_ledger_is_empty_and_not_created(tmp_path):
-    ledger = str(tmp_path / "none.sqlite")
+def test_gate_info_missing_ledger_is_empty_and_not_created(ledger_url):
+    ledger = ledger_url
     info = _gate_ops.gate_info({"ledger": ledger, "node": None, "stage": None, "history": False, "check": None})
     assert info == {"changed": False, "results": [], "gates": {}, "positions": {}}
-    assert not os.path.exists(ledger)
+    assert not ledger_exists(ledger)
 
 
 class _closing:

@@ -36,8 +36,8 @@ def _all(plan, **statuses):
             for n in required]
 
 
-def test_subset_rerun_after_a_failed_burn_in_keeps_the_gate_closed(tmp_path, plan):
-    ledger = str(tmp_path / "ledger.sqlite")
+def test_subset_rerun_after_a_failed_burn_in_keeps_the_gate_closed(ledger_url, plan):
+    ledger = ledger_url
     assert plan["subset"] == ["fio_seq_read"] and "fio_randread_4k" in plan["declared"]
     gate = _record(ledger, "burnin-1", _all(plan, fio_randread_4k="fail"), plan)
     assert (gate["status"], gate["failing"]) == ("fail", ["fio_randread_4k"])
@@ -53,16 +53,16 @@ def test_subset_rerun_after_a_failed_burn_in_keeps_the_gate_closed(tmp_path, pla
     assert gate["status"] == "pass", gate
 
 
-def test_a_subset_first_run_does_not_pass_on_what_it_ran(tmp_path, plan):
+def test_a_subset_first_run_does_not_pass_on_what_it_ran(ledger_url, plan):
     """No earlier result at all: the declared checks this run did not carry are not_run, never passed."""
-    gate = _record(str(tmp_path / "ledger.sqlite"), "burnin-1", [{"name": "fio_seq_read", "status": "pass"}], plan)
+    gate = _record(ledger_url, "burnin-1", [{"name": "fio_seq_read", "status": "pass"}], plan)
     assert gate["status"] == "not_run"
     assert "no result recorded" in gate["reason"]
 
 
-def test_earlier_results_count_without_declared(tmp_path):
+def test_earlier_results_count_without_declared(ledger_url):
     """A caller that gives no declared list still gates on every check the ledger holds for the node and stage."""
-    ledger = str(tmp_path / "ledger.sqlite")
+    ledger = ledger_url
     base = {"ledger": ledger, "node": "n1", "stage": "burn_in", "optional": [], "waive": []}
     _gate_ops.gate_record(dict(base, run_id="r1", checks=[{"name": "a", "status": "pass"},
                                                           {"name": "b", "status": "fail", "reason": "bad"}]), False)
@@ -72,8 +72,8 @@ def test_earlier_results_count_without_declared(tmp_path):
     assert [r["check"] for r in out["results"]] == ["a"]
 
 
-def test_a_check_of_this_run_may_depend_on_an_earlier_result(tmp_path):
-    ledger = str(tmp_path / "ledger.sqlite")
+def test_a_check_of_this_run_may_depend_on_an_earlier_result(ledger_url):
+    ledger = ledger_url
     base = {"ledger": ledger, "node": "n1", "stage": "pre_deployment", "optional": [], "waive": []}
     _gate_ops.gate_record(dict(base, run_id="r1", checks=[
         {"name": "login", "status": "fail", "reason": "401"},

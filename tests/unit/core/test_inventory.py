@@ -122,8 +122,9 @@ def test_demo_groups_and_hostvars(parse, demo, tmp_path, repo_root):
     assert expected["system"]["model"] == "SYS-821GE-TNHR" and expected["bom"]["gpus"]["count"] == 8
 
 
-def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
-    ledger = str(tmp_path / "ledger.sqlite")
+def test_gate_groups_come_from_the_ledger(parse, demo, ledger_url):
+    """On both backends: the plugin reads the gates of a PostgreSQL ledger URL as it reads a SQLite file."""
+    ledger = ledger_url
     rec = {"ledger": ledger, "optional": [], "waive": []}
     _gate_ops.gate_record(dict(rec, node="gpu-r01-u02", stage="pre_deployment", run_id="r1",
                                checks=[{"name": "bmc_login", "status": "pass"}]), False)
@@ -133,7 +134,7 @@ def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
                    {"name": "bmc_login", "status": "pass", "depends_on": ["bmc_reachable"]}]
     _gate_ops.gate_record(dict(rec, node="gpu-r01-u07", stage="pre_deployment", run_id="r3", checks=unreachable),
                           False)
-    inventory = parse(demo())
+    inventory = parse(demo(ledger=ledger))
     assert _members(inventory, "stage_provisioning") == ["gpu-r01-u02"]
     assert _members(inventory, "stage_pre_deployment") == ["gpu-r01-u07"]
     assert _members(inventory, "gate_fail") == ["gpu-r01-u02", "gpu-r01-u07"]
@@ -144,6 +145,14 @@ def test_gate_groups_come_from_the_ledger(parse, demo, tmp_path):
     hostvars = inventory.get_host("gpu-r01-u02").get_vars()
     assert (hostvars["symphony_stage"], hostvars["symphony_gate"]) == ("provisioning", "fail")
     assert hostvars["symphony_gate_reason"] == "firmware: BIOS 1.3 != 1.4"
+    assert inventory.groups["all"].get_vars()["symphony_inventory_ledger"] == ledger
+
+
+def test_a_postgresql_ledger_not_created_yet_reads_empty_and_stays_uncreated(parse, demo, pg_ledger):
+    """Reading an inventory never writes: a PostgreSQL ledger whose tables do not exist yet is not migrated."""
+    inventory = parse(demo(ledger=pg_ledger))
+    assert len(_members(inventory, "stage_racked")) == 18
+    assert not _ledger.ledger_exists(pg_ledger)
 
 
 def test_promoted_spare_leaves_the_pool_and_joins_validation_reruns(parse, demo, tmp_path):

@@ -1,11 +1,14 @@
-"""Ledger: 8 processes writing at once lose and tear nothing; migrations are versioned."""
+"""Ledger, on both backends (SQLite and PostgreSQL): 8 processes writing at once lose and tear nothing, each batch
+is one contiguous transaction; migrations are versioned and a newer schema is refused."""
 
 import multiprocessing
 import sqlite3
 
+import psycopg
 import pytest
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
+from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger_pg as _ledger_pg
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import LedgerError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import CheckResult, GateVerdict
 
@@ -15,7 +18,7 @@ PAYLOAD = "x" * 2000  # big enough that a torn write would show
 
 def _writer(path, writer, start):
     start.wait()
-    ledger = _ledger.open_ledger(path)  # every process opens (and migrates) a brand-new file at once
+    ledger = _ledger.open_ledger(path)  # every process opens (and migrates) a brand-new ledger at once
     for batch in range(BATCHES):
         node = "w%d" % writer
         ledger.record_results([
@@ -27,18 +30,17 @@ def _writer(path, writer, start):
     ledger.close()
 
 
-def test_eight_processes_write_concurrently(tmp_path):
-    path = str(tmp_path / "ledger.sqlite")
+def test_eight_processes_write_concurrently(ledger_url):
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
-    procs = [ctx.Process(target=_writer, args=(path, w, start)) for w in range(WRITERS)]
+    procs = [ctx.Process(target=_writer, args=(ledger_url, w, start)) for w in range(WRITERS)]
     for proc in procs:
         proc.start()
     start.set()
     for proc in procs:
         proc.join(60)
     assert [p.exitcode for p in procs] == [0] * WRITERS
-    ledger = _ledger.open_ledger(path)
+    ledger = _ledger.open_ledger(ledger_url)
     try:
         for writer in range(WRITERS):
             history = ledger.history("w%d" % writer)
@@ -55,41 +57,69 @@ def test_eight_processes_write_concurrently(tmp_path):
         gates = ledger._query("SELECT COUNT(*) FROM gates")[0][0]
         assert gates == WRITERS * BATCHES
         assert len(ledger.current_results()) == WRITERS * ROWS
-        assert ledger._query("PRAGMA user_version")[0][0] == _ledger.SCHEMA_VERSION
+        assert ledger.schema_version() == _ledger.SCHEMA_VERSION
     finally:
         ledger.close()
 
 
-def test_migration_from_version_1_keeps_rows(tmp_path):
-    path = str(tmp_path / "old.sqlite")
-    db = sqlite3.connect(path)
-    db.executescript(_ledger._MIGRATIONS[0])
-    db.execute("PRAGMA user_version = 1")
-    db.execute("INSERT INTO results (run_id, node, stage, check_name, status, reason, recorded_at)"
-               " VALUES ('r0', 'n1', 'pre_deployment', 'bmc_login', 'fail', '401', 1.0)")
-    db.commit()
-    db.close()
-    ledger = _ledger.open_ledger("sqlite:///" + path)
+def _make_old(location, version):
+    """A ledger at schema ``version`` made by hand with that backend's first migrations (none for a version from
+    the future); returns its location."""
+    known = version <= _ledger.SCHEMA_VERSION
+    if not _ledger.is_postgres(location):
+        db = sqlite3.connect(location)
+        for script in _ledger._MIGRATIONS[:version] if known else []:
+            db.executescript(script)
+        db.execute("PRAGMA user_version = %d" % version)
+        if version and known:
+            db.execute("INSERT INTO results (run_id, node, stage, check_name, status, reason, recorded_at)"
+                       " VALUES ('r0', 'n1', 'pre_deployment', 'bmc_login', 'fail', '401', 1.0)")
+        db.commit()
+        db.close()
+        return "sqlite:///" + location
+    params, _ = _ledger_pg.connection_params(location)
+    with psycopg.connect(autocommit=True, **params) as conn:
+        for script in _ledger_pg.MIGRATIONS[:version] if known else []:
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute("CREATE TABLE symphony_schema (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO symphony_schema (version) VALUES (%s)", (version,))
+        if version and known:
+            conn.execute("INSERT INTO results (run_id, node, stage, check_name, status, reason, recorded_at)"
+                         " VALUES ('r0', 'n1', 'pre_deployment', 'bmc_login', 'fail', '401', 1.0)")
+    return location
+
+
+def test_migration_from_version_1_keeps_rows(ledger_url):
+    location = _make_old(ledger_url, 1)
+    ledger = _ledger.open_ledger(location)
     try:
-        assert ledger._query("PRAGMA user_version")[0][0] == _ledger.SCHEMA_VERSION == 3
+        assert ledger.schema_version() == _ledger.SCHEMA_VERSION == 3
         assert [(r.check, r.status, r.reason) for r in ledger.current_results("n1")] == [("bmc_login", "fail", "401")]
         ledger.record_event("n1", "drain", {"reason": "XID 79"})  # the table migration 2 added
         assert ledger.events("n1")[0]["data"] == {"reason": "XID 79"}
+        ledger.record_results([CheckResult(node="n1", stage="pre_deployment", check="bmc_login", status="pass")])
+        assert ledger.current_results("n1")[0].status == "pass"  # the id sequence continues after the old row
     finally:
         ledger.close()
 
 
-def test_newer_schema_and_unknown_backends_are_refused(tmp_path):
-    path = str(tmp_path / "new.sqlite")
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 99")
-    db.close()
+def test_newer_schema_is_refused(ledger_url):
+    location = _make_old(ledger_url, 99)
     with pytest.raises(LedgerError, match="ledger schema version 99 is newer than this collection's 3"):
-        _ledger.open_ledger(path)
-    with pytest.raises(LedgerError, match="PostgreSQL ledger backend is not available"):
-        _ledger.open_ledger("postgresql://ledger.example.internal/symphony")
+        _ledger.open_ledger(location)
+
+
+def test_both_backends_have_the_same_schema_versions():
+    assert len(_ledger_pg.MIGRATIONS) == len(_ledger._MIGRATIONS) == _ledger.SCHEMA_VERSION
+
+
+def test_unknown_backends_are_refused():
     with pytest.raises(LedgerError, match="unknown ledger URL scheme"):
         _ledger.open_ledger("mysql://x/y")
+    with pytest.raises(LedgerError, match="unknown ledger URL scheme"):
+        _ledger.ledger_exists("mysql://x/y")
 
 
 def test_default_location(monkeypatch, tmp_path):
@@ -98,3 +128,24 @@ def test_default_location(monkeypatch, tmp_path):
     monkeypatch.delenv("SYMPHONY_LEDGER")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert _ledger.default_ledger_path() == str(tmp_path / ".local" / "share" / "symphony" / "ledger.sqlite")
+
+
+def test_exists_creates_nothing(ledger_url):
+    assert _ledger.ledger_exists(ledger_url) is False
+    assert _ledger.ledger_exists(ledger_url) is False  # asking did not create it
+    _ledger.open_ledger(ledger_url).close()
+    assert _ledger.ledger_exists(ledger_url) is True
+
+
+def test_table_rows_in_id_order(ledger_url):
+    ledger = _ledger.open_ledger(ledger_url)
+    try:
+        ledger.record_waiver("n1", "burn_in", "fio_seq_read", "alice", "vendor RMA 1234 accepted")
+        ledger.record_event("n1", "drain", {"reason": "XID 79"})
+        assert [r[1:6] for r in ledger.table_rows("waivers")] == [
+            ("n1", "burn_in", "fio_seq_read", "alice", "vendor RMA 1234 accepted")]
+        assert [r[1:4] for r in ledger.table_rows("events")] == [("n1", "drain", '{"reason": "XID 79"}')]
+        with pytest.raises(LedgerError, match="unknown ledger table 'leases'"):
+            ledger.table_rows("leases")
+    finally:
+        ledger.close()

@@ -25,7 +25,7 @@ def test_options_come_from_the_sku(repo_root):
     pairwise = FD.test_options(tests["fabric_pairwise"])
     assert pairwise["transport"] == "ib_write_bw" and pairwise["floor"] == 720 and pairwise["bidirectional"]
     assert pairwise["message_bytes"] == 8388608 and pairwise["nodes"] == 2
-    assert set(pairwise["unmeasured"]) == {"max_p99_lat_us"}
+    assert pairwise["unmeasured"] == {} and pairwise["max_p99_lat_us"] == 4.2  # measured by ib_write_lat
     single = FD.test_options(tests["nccl_single_node"])
     assert single == dict(single, transport="nccl-tests", floor=430, nodes=1, binary="all_reduce_perf",
                           message_bytes=8589934592, unmeasured={})
@@ -73,7 +73,10 @@ def test_ib_write_bw_bidirectional_adds_b():
 
 def test_gpudirect_needs_the_gpu_beside_each_hca(repo_root):
     """The SKU declares GPUDirect: without a GPU per HCA host memory would be measured, so a node cannot pass."""
-    options = FD.test_options(_fabric_tests(repo_root)["fabric_pairwise"])
+    declared = _fabric_tests(repo_root)["fabric_pairwise"]
+    assert FD.gpudirect_gap(FD.test_options(declared)) == {}  # the shipped SKU names the GPU per HCA
+    declared = dict(declared, params={k: v for k, v in declared["params"].items() if k != "cuda_devices"})
+    options = FD.test_options(declared)
     assert options["gpudirect"] and set(FD.gpudirect_gap(options)) == {"gpudirect"}
     seen = []
 
@@ -93,8 +96,8 @@ def test_gpudirect_needs_the_gpu_beside_each_hca(repo_root):
 
 def test_unmeasured_threshold_holds_a_passing_node():
     interfaces = {"n1": {"status": "pass", "reason": "ok"}, "n2": {"status": "fail", "reason": "slow"}}
-    FD.hold_unmeasured(interfaces, {"max_p99_lat_us": FD.UNMEASURED["max_p99_lat_us"]})
-    assert interfaces["n1"]["status"] == "not_run" and "ib_write_lat" in interfaces["n1"]["reason"]
+    FD.hold_unmeasured(interfaces, {"gpudirect": "host memory was measured"})
+    assert interfaces["n1"]["status"] == "not_run" and "host memory" in interfaces["n1"]["reason"]
     assert interfaces["n2"]["status"] == "fail"
 
 
@@ -171,3 +174,12 @@ def test_multi_node_nccl_over_ssh_is_not_run_with_the_launchers_reason(ledger_pa
     for node in ("n1", "n2"):
         assert out["interfaces"][node]["status"] == "not_run"
         assert "use srun or mpirun" in out["interfaces"][node]["reason"]
+
+
+def test_a_declared_tool_without_its_floor_cannot_pass():
+    """Judged only relative to its peers, a uniformly slow batch would pass: the missing floor holds it."""
+    options = FD.test_options({"name": "fabric_pairwise", "kind": "ib_write_bw_pairwise", "thresholds": {}})
+    assert options["floor"] is None and "min_bidir_gbps" in options["unmeasured"]
+    interfaces = {"n1": {"status": "pass", "reason": "within 0.8 of the upper quartile"}}
+    FD.hold_unmeasured(interfaces, options["unmeasured"])
+    assert interfaces["n1"]["status"] == "not_run" and "declares no min_bidir_gbps" in interfaces["n1"]["reason"]

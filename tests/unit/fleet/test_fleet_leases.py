@@ -50,13 +50,13 @@ def _start_holder(ledger, go):
     return proc
 
 
-def test_two_concurrent_runs_on_one_node(ledger_path, tmp_path):
+def test_two_concurrent_runs_on_one_node(ledger_url, tmp_path):
     go = str(tmp_path / "go")
-    holder = _start_holder(ledger_path, go)
+    holder = _start_holder(ledger_url, go)
     calls = []
     try:
         out = run_batch([("n1", 1), ("n2", 2)], lambda host, item: calls.append(host) or "B did " + host,
-                        leases=NodeLeases(ledger_path, "run-B", "pre_deployment"))
+                        leases=NodeLeases(ledger_url, "run-B", "pre_deployment"))
     finally:
         open(go, "w").close()
     assert holder.wait(30) == 0 and holder.stdout.read().split() == ["True", "A", "did", "n1"]
@@ -68,10 +68,10 @@ def test_two_concurrent_runs_on_one_node(ledger_path, tmp_path):
         socket.gethostname(), holder.pid) in msg
     assert out["n1"].error["details"]["run_id"] == "run-A"
     # both runs released what they held
-    assert open_ledger(ledger_path).leases() == []
+    assert open_ledger(ledger_url).leases() == []
 
 
-def test_a_second_run_waits_for_the_lease_then_runs(ledger_path):
+def test_a_second_run_waits_for_the_lease_then_runs(ledger_url):
     started, release = threading.Event(), threading.Event()
 
     def slow(host, item):
@@ -80,29 +80,29 @@ def test_a_second_run_waits_for_the_lease_then_runs(ledger_path):
         return "A"
 
     a = threading.Thread(target=run_batch, args=([("n1", 1)], slow),
-                         kwargs={"leases": NodeLeases(ledger_path, "run-A", "burn_in")})
+                         kwargs={"leases": NodeLeases(ledger_url, "run-A", "burn_in")})
     a.start()
     started.wait(10)
     threading.Timer(0.3, release.set).start()
     out = run_batch([("n1", 1)], lambda host, item: "B",
-                    leases=NodeLeases(ledger_path, "run-B", "burn_in", wait_s=20, poll_s=0.05))
+                    leases=NodeLeases(ledger_url, "run-B", "burn_in", wait_s=20, poll_s=0.05))
     a.join(10)
     assert out["n1"].ok and out["n1"].value == "B"
 
 
-def test_a_killed_holder_on_this_host_frees_the_node_at_once(ledger_path, tmp_path):
+def test_a_killed_holder_on_this_host_frees_the_node_at_once(ledger_url, tmp_path):
     """kill -9 of the module itself: its pid is gone, so its lease no longer stands (no wait for the expiry)."""
     go = str(tmp_path / "go")
-    holder = _start_holder(ledger_path, go)
+    holder = _start_holder(ledger_url, go)
     holder.kill()
     holder.wait(10)
-    assert open_ledger(ledger_path).leases()[0]["run_id"] == "run-A"  # left behind
-    out = run_batch([("n1", 1)], lambda host, item: "B", leases=NodeLeases(ledger_path, "run-B", "pre_deployment"))
+    assert open_ledger(ledger_url).leases()[0]["run_id"] == "run-A"  # left behind
+    out = run_batch([("n1", 1)], lambda host, item: "B", leases=NodeLeases(ledger_url, "run-B", "pre_deployment"))
     assert out["n1"].ok
 
 
-def test_expiry_heartbeat_and_another_hosts_holder(ledger_path):
-    led = open_ledger(ledger_path)
+def test_expiry_heartbeat_and_another_hosts_holder(ledger_url):
+    led = open_ledger(ledger_url)
     other = {"run_id": "run-X", "host": "controller-2.example", "pid": 4242, "stage": "provisioning"}
     me = {"run_id": "run-Y", "host": socket.gethostname(), "pid": os.getpid(), "stage": "provisioning"}
     assert led.acquire_leases(["n1"], other, ttl_s=60, now=1000.0) == {}
@@ -116,40 +116,45 @@ def test_expiry_heartbeat_and_another_hosts_holder(ledger_path):
     assert led.acquire_leases(["n1"], me, ttl_s=60, now=1112.0) == {}
 
 
-def test_leases_are_a_versioned_migration(ledger_path):
-    open_ledger(ledger_path).close()
-    db = sqlite3.connect(ledger_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
-    assert [r[1] for r in db.execute("PRAGMA table_info(leases)")][:4] == ["node", "run_id", "host", "pid"]
+def test_leases_are_a_versioned_migration(ledger_url):
+    led = open_ledger(ledger_url)
+    assert led.schema_version() == SCHEMA_VERSION == 3
+    if "://" in ledger_url:
+        columns = [r[0] for r in led._query("SELECT column_name FROM information_schema.columns WHERE table_name ="
+                                            " 'leases' AND table_schema = current_schema() ORDER BY ordinal_position")]
+    else:
+        columns = [r[1] for r in sqlite3.connect(ledger_url).execute("PRAGMA table_info(leases)")]
+    assert columns[:4] == ["node", "run_id", "host", "pid"]
+    led.close()
 
 
-def test_the_heartbeat_renews_while_the_batch_runs(ledger_path):
+def test_the_heartbeat_renews_while_the_batch_runs(ledger_url):
     seen = []
 
     def work(host, item):
         time.sleep(0.5)
-        seen.extend(open_ledger(ledger_path).leases(host))
+        seen.extend(open_ledger(ledger_url).leases(host))
         return "ok"
 
-    run_batch([("n1", 1)], work, leases=NodeLeases(ledger_path, "run-A", "burn_in", ttl_s=0.3))
+    run_batch([("n1", 1)], work, leases=NodeLeases(ledger_url, "run-A", "burn_in", ttl_s=0.3))
     assert seen and seen[0]["heartbeat_at"] > seen[0]["acquired_at"]
 
 
-def test_pre_deployment_does_not_touch_or_record_a_node_another_run_holds(ledger_path, repo_root):
+def test_pre_deployment_does_not_touch_or_record_a_node_another_run_holds(ledger_url, repo_root):
     """The stage entry: a node leased by a live run elsewhere is blocked naming the holder, its BMC untouched."""
     skus = load_skus(str(repo_root / "skus"))
     twin = load_twin(str(repo_root / "molecule" / "pre_deployment" / "data" / "pre_deployment.twin.yml"), skus.keys())
     holder = {"run_id": "pre-other", "host": "controller-2.example", "pid": 4242, "stage": "pre_deployment"}
-    open_ledger(ledger_path).acquire_leases(["pd-u02"], holder, ttl_s=600)
+    open_ledger(ledger_url).acquire_leases(["pd-u02"], holder, ttl_s=600)
 
     def touched(*args, **kwargs):
         raise AssertionError("the BMC of a leased node was contacted")
 
-    settings = StageSettings(username="admin", password="secret-pw-1234", ledger=ledger_path, retries=0)
+    settings = StageSettings(username="admin", password="secret-pw-1234", ledger=ledger_url, retries=0)
     out = run_stage({"pd-u02": twin.nodes["pd-u02"]}, skus, settings, run_id="pre-mine", client_factory=touched)
     entry = out["hosts"]["pd-u02"]
     assert entry["gate"] == "blocked" and entry["requests"] == 0
     assert "leased by run pre-other on host controller-2.example pid 4242 (stage pre_deployment)" in entry["reason"]
-    led = open_ledger(ledger_path)
+    led = open_ledger(ledger_url)
     assert led.current_gates() == {} and led.current_results() == []
     assert [lease["run_id"] for lease in led.leases()] == ["pre-other"]

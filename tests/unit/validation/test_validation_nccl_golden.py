@@ -7,7 +7,7 @@ output around them is the real superbenchmark capture in shared/fixtures.
 
 import os
 
-from ansible_collections.symphony.cluster.plugins.module_utils._host import nccl as _nccl
+from ansible_collections.symphony.cluster.plugins.module_utils._host import nccl_info as _nccl
 from ansible_collections.symphony.cluster.plugins.module_utils._fabric import sweep as _sweep
 
 INIT = """gpu-a3:47021:47088 [0] NCCL INFO Bootstrap : Using eth0:10.4.2.31<0>

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 
+from ..._core.errors import ParseError
 from ..._core.gate import Outcome, failed, not_run, passed
+from ..._host.parsers.agfhc import SUCCESS, parse_agfhc_output, parse_agfhc_results
 from ..._host.parsers.gpu_burn import parse_gpu_burn
 from ..._host.parsers.nvidia_smi import parse_nvidia_smi_xml
 from ..._host.parsers.rocm_smi import parse_rocm_smi_json
@@ -129,21 +131,48 @@ def check_rocm_smi_health(ctx: TestContext) -> Outcome:
 
 
 def check_amd_field_diag(ctx: TestContext) -> Outcome:
-    """AMD field diagnostics adapter: runs ``params.command`` (default AGFHC ``all_lvl1`` recipe).
+    """AMD field diagnostics (AGFHC): runs ``params.command`` (default the ``all_lvl1`` recipe, ``--simple-output``).
 
-    Judged on the exit status only (0 = pass); the raw output is kept as evidence.
+    Judged as AMD's Cluster Validation Suite judges it (:mod:`..._host.parsers.agfhc`): ``return code
+    AGFHC_SUCCESS`` is required, any FAIL/ERROR/ABORT line fails quoting it, and the run's ``results.json`` (in the
+    ``Log directory:`` it prints) must say ``total_failed`` 0.  No return code at all is ``not_run`` (the tool
+    did not finish: nothing was judged).  Per-test detail stays in the evidence: no public AGFHC output sample
+    documents more than that summary.
     """
     gpu_expectation(ctx, "amd")
-    command = list(ctx.params.get("command") or ["/opt/amd/agfhc/agfhc", "-r", "all_lvl1"])
+    command = list(ctx.params.get("command") or ["/opt/amd/agfhc/agfhc", "-r", "all_lvl1", "--simple-output"])
     tool = ctx.require(command[0], why=" (AMD field diagnostics not installed)")
     res = ctx.run([tool] + command[1:], "field-diag")
-    observed = {"rc": res.rc, "duration_s": res.duration_s}
+    name = os.path.basename(tool)
+    text = res.stdout + "\n" + res.stderr
+    parsed = parse_agfhc_output(text) if text.strip() else {"return_code": None, "log_dir": None, "failure_lines": []}
+    observed: dict = {"rc": res.rc, "duration_s": res.duration_s, "return_code": parsed["return_code"],
+                      "log_dir": parsed["log_dir"]}
+    remediation = "open the diagnostic's log (evidence) and follow its recommendation; RMA the GPU it names"
+    expected = "return code %s, no FAIL/ERROR/ABORT line, results.json total_failed 0" % SUCCESS
+    if parsed["failure_lines"] or (parsed["return_code"] and parsed["return_code"] != SUCCESS):
+        quoted = parsed["failure_lines"][:5] or ["return code %s" % parsed["return_code"]]
+        return failed("%s (exit %s): %s" % (name, res.rc, " | ".join(quoted)[:400]), remediation, observed=observed,
+                      expected=expected)
+    if parsed["return_code"] is None:
+        tail = text.strip().splitlines()[-3:]
+        return not_run("%s printed no AGFHC return code (exit %s): %s" % (name, res.rc, " | ".join(tail)[:300]))
     if res.rc != 0:
-        tail = (res.stdout + res.stderr).strip().splitlines()[-5:]
-        return failed("%s exited %s: %s" % (os.path.basename(tool), res.rc, " | ".join(tail)[:400]),
-                      "open the diagnostic's log (evidence) and follow its recommendation; RMA the GPU it names",
-                      observed=observed, expected="exit 0")
-    return passed(observed=observed, expected="exit 0", reason="%s passed" % os.path.basename(tool))
+        return failed("%s exited %s although it printed %s" % (name, res.rc, SUCCESS), remediation,
+                      observed=observed, expected=expected)
+    results_path = os.path.join(parsed["log_dir"], "results.json") if parsed["log_dir"] else None
+    try:
+        with open(results_path or "", encoding="utf-8") as handle:
+            summary = parse_agfhc_results(handle.read())
+    except (OSError, ParseError) as exc:
+        return not_run("%s said %s but its results.json could not be read (%s): %s" % (
+            name, SUCCESS, results_path or "no 'Log directory:' line", getattr(exc, "message", None) or exc))
+    observed["results"] = summary
+    if summary["total_failed"]:
+        return failed("%s results.json: total_failed %d" % (name, summary["total_failed"]), remediation,
+                      observed=observed, expected=expected)
+    return passed(observed=observed, expected=expected, reason="%s: %s, results.json total_failed 0 (%s)" % (
+        name, SUCCESS, ", ".join("%s %s" % kv for kv in sorted(summary["totals"].items()))))
 
 
 def check_rocm_validation_suite(ctx: TestContext) -> Outcome:

@@ -27,7 +27,8 @@ def judge_links(status: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
                 thresholds: dict[str, Any]) -> tuple[list[str], list[str]]:
     """``(problems, unjudged)`` for NVLink ``status``/``errors`` (parsed) against ``thresholds``:
     ``min_active_links`` per GPU, ``min_link_gbps`` (GB/s per link as nvidia-smi reports it), ``max_*_errors``
-    (:data:`COUNTERS`).  A counter that reads N/A is unjudged, never zero."""
+    (:data:`COUNTERS`).  A counter that reads N/A or is not printed at all, or a GPU missing from ``errors``, is
+    unjudged, never zero."""
     problems, unjudged = [], []
     if len(status) < gpu_count:
         problems.append("%d GPU(s) listed by nvlink --status, %d expected" % (len(status), gpu_count))
@@ -46,10 +47,15 @@ def judge_links(status: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
         limit = thresholds.get(key)
         if limit is None or errors is None:
             continue
+        if len(errors) < gpu_count:
+            unjudged.append("%s: %d GPU(s) in nvlink -e, %d expected" % (key, len(errors), gpu_count))
         for gpu in errors:
+            if not gpu["links"]:
+                unjudged.append("GPU %d %s: no link counters" % (gpu["index"], key))
             for link, counters in sorted(gpu["links"].items()):
                 values = [counters[n] for n in names if n in counters]
-                if any(v is None for v in values):
+                # a declared limit whose counter the driver did not print is unjudged, never a zero
+                if not values or any(v is None for v in values):
                     unjudged.append("GPU %d link %d %s" % (gpu["index"], link, key))
                 elif sum(values) > int(limit):
                     problems.append("GPU %d link %d: %s %d > %s" % (gpu["index"], link, key[4:], sum(values), limit))

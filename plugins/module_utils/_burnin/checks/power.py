@@ -46,7 +46,9 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
     only (skipping each phase's first second of ramp).  ``max_power_brake_events``: rising edges of
     ``hw_power_brake_slowdown`` per GPU allowed (None: only the throttle share is judged);
     ``max_hw_thermal_events`` likewise for ``hw_thermal_slowdown`` (the GPU's hardware thermal protection).
-    ``per_gpu`` also records the SM clock under load (min/mean MHz) and the throttle reasons seen.
+    ``per_gpu`` also records the SM clock under load (min/mean MHz) and the throttle reasons seen, and
+    ``unmeasured``: ``temperature`` and/or ``throttle reasons`` where no sample carried them (those rules are then
+    not judged, their values None: the caller decides what an unmeasured rule means).
     Returns ``(ok, problems, per_gpu)``.
     """
     problems: list[str] = []
@@ -66,11 +68,15 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
         powers = [s.power_w for s in judged if s.power_w is not None]
         temps = [s.temp_c for s in samples if s.gpu == gpu and s.temp_c is not None]
         throttled = [s for s in mine if set(s.throttle) & set(telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE)]
+        # a backend without throttle reasons (rocm-smi, amd-smi, a CSV poller without the field) measured none:
+        # the throttle share and the brake/thermal events are unknown, never zero
+        reasons_read = any(s.throttle_mask is not None for s in mine)
         entry: dict[str, Any] = {"samples": len(mine), "judged": len(powers),
                                  "mean_power_w": round(sum(powers) / len(powers), 1) if powers else None,
                                  "min_power_w": min(powers) if powers else None, "max_power_w": max(powers) if powers else None,
                                  "max_temp_c": max(temps) if temps else None,
-                                 "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine else None,
+                                 "throttle_pct": round(100.0 * len(throttled) / len(mine), 1) if mine and reasons_read
+                                 else None,
                                  "throttle_reasons": sorted({r for s in throttled for r in s.throttle
                                                              if r in telemetry.THERMAL_THROTTLE + telemetry.POWER_BRAKE_THROTTLE})}
         clocks = [s.sm_clock_mhz for s in judged if s.sm_clock_mhz is not None]
@@ -80,9 +86,9 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
                                            "power-brake"),
                                           ("hw_thermal_slowdown", "hw_thermal_events", max_hw_thermal_events,
                                            "hardware thermal slowdown")):
-            edges = _rising_edges(mine, reason)
+            edges = _rising_edges(mine, reason) if reasons_read else None
             entry[key] = edges
-            if limit is not None and edges > limit:
+            if limit is not None and edges is not None and edges > limit:
                 problems.append("GPU %d %d %s event(s) > %g" % (gpu, edges, words, limit))
         per_gpu[str(gpu)] = entry
         if not powers:
@@ -95,6 +101,7 @@ def evaluate_power(samples: list[telemetry.Sample], tdp_w: float, min_fraction: 
                             % (gpu, entry["throttle_pct"], max_throttle_pct, ", ".join(entry["throttle_reasons"])))
         if entry["max_temp_c"] is not None and entry["max_temp_c"] >= max_temp_c:
             problems.append("GPU %d reached %.0f °C ≥ %g °C" % (gpu, entry["max_temp_c"], max_temp_c))
+        entry["unmeasured"] = ([] if temps else ["temperature"]) + ([] if reasons_read else ["throttle reasons"])
     return not problems, problems, per_gpu
 
 
@@ -228,10 +235,17 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
         return failed("; ".join(problems), "check PSUs and power cabling for power-brake events, fans/coolant and "
                                            "heatsink contact for thermal throttling; replace the GPU or PSU that "
                                            "stands out", observed=observed, expected=expected)
+    unmeasured = sorted({u for entry in per_gpu.values() for u in entry["unmeasured"]})
+    # temperature is always judged (bom.gpus.max_operating_temp_c); throttle rules only where the SKU declares them
+    declared = set(ctx.test.thresholds) & {"max_throttle_pct", "max_power_brake_events", "max_hw_thermal_events"}
+    if "temperature" in unmeasured or ("throttle reasons" in unmeasured and declared):
+        return not_run("%s reported no %s during the load: %s not judged" % (
+            backend.name, " or ".join(unmeasured), ", ".join(sorted(declared | {"max_temp_c"}))))
     return passed(observed=observed, expected=expected,
-                  reason="%s load %gs: %d GPUs within %g-%g × %g W, throttle ≤ %g%%, below %g °C, no XID"
+                  reason="%s load %gs: %d GPUs within %g-%g × %g W, %s, below %g °C, no XID"
                          % ("pulsating" if pulse else "sustained", duration, len(per_gpu), low, high, tdp,
-                            max_throttle, max_temp))
+                            "throttle reasons not reported by %s (not judged)" % backend.name
+                            if unmeasured else "throttle ≤ %g%%" % max_throttle, max_temp))
 
 
 def check_power_sustained(ctx: TestContext) -> Outcome:

@@ -44,6 +44,7 @@ _GPU_ADDRESS = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2
 _FALLEN = "fallen off the bus and is not responding"
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)", re.I)
 XID_FALLEN_OFF_BUS = 79
+_RANK = {"info": 0, "warn": 1, "fail": 2}
 
 # xid: (severity, action, description)
 XID_CATALOG = {
@@ -165,7 +166,8 @@ def deduplicate(events: list[dict[str, Any]], gpu_by_pci: dict | None = None) ->
     compared on their ``bus:device`` part, lower case).  Returns findings sorted by first
     appearance: ``[{xid, pci, gpu, count, first, last, pids, processes, detail, severity, action,
     description, remediation, follow_ons: {xid: count}, caused_by}]``; a follow-on XID whose cause is among the
-    findings is counted in the cause's ``follow_ons`` only (``caused_by`` names a cause outside the window).
+    findings is counted in the cause's ``follow_ons`` only (``caused_by`` names a cause outside the window), and
+    raises the cause's ``severity`` to its own where that is worse (``severity_source: "follow_on Xid N"``).
     """
     gpu_map: dict[str, Any] = {}
     for bus_id, gpu in (gpu_by_pci or {}).items():
@@ -179,6 +181,12 @@ def deduplicate(events: list[dict[str, Any]], gpu_by_pci: dict | None = None) ->
                            if xid == int(cause.group(1)) and pci == event["pci"]), None)
             if parent is not None:
                 parent["follow_ons"][event["xid"]] = parent["follow_ons"].get(event["xid"], 0) + 1
+                # linked, not counted again, but never hidden: a fail-severity follow-on (e.g. Xid 79 after a
+                # Nonfatal NVLink Xid) makes its cause's finding at least as severe
+                own = classify(event["xid"], event["detail"])["severity"]
+                if _RANK[own] > _RANK[parent["severity"]]:
+                    parent["severity"] = own
+                    parent["severity_source"] = "follow_on Xid %d" % event["xid"]
                 continue
         # a Fatal and a Nonfatal report of one XID on one GPU are two findings
         key = (event["xid"], event["pci"], driver_severity(event["detail"]))
