@@ -13,8 +13,11 @@ description:
     run's log with the target's FLOPs convention, compares per-GPU telemetry against peers, drains outlier nodes in
     Slurm with a reason, promotes spares from O(spares) whose C(burn_in) gate passed, and reruns until every scale
     meets its target or O(max_attempts) is reached.
-  - Records check results C(training_run), C(mfu_target), C(telemetry_outliers) and the C(cluster_validation)
-    gate per node, C(drain)/C(spare_promoted) events, and writes the handoff certificate (JSON and text) to O(dest).
+  - Records check results C(training_run), C(mfu_target), C(telemetry_outliers), C(stragglers), one
+    C(scale_<N>n_<precision>) row per scale a node ran in, and the C(cluster_validation) gate per node,
+    C(drain)/C(spare_promoted) events, and writes the handoff certificate (JSON and text) to O(dest).
+  - A node of the play that Slurm has drained or down is C(blocked) with Slurm's reason; the others are
+    validated and the certificate is written.
   - The ledger and the certificate name nodes by their inventory (twin) names; Slurm gets their Slurm names
     (O(slurm_names), else the C(NodeName) equal to the inventory name, else the one at the node's address).
   - Check mode returns the plan (scales, nodes, Slurm names, eligible spares) without submitting anything.
@@ -33,9 +36,30 @@ options:
     elements: str
     default: []
   script:
-    description: The rendered sbatch script.
+    description: One rendered sbatch script for every scale (O(template) renders one per scale and precision).
     type: path
-    required: true
+  template:
+    description:
+      - The role's C(sbatch.j2) on the submit host, rendered per scale and precision with O(job) plus the
+        precision and the recipe's flags for it into O(script_dir). One of O(script) and O(template) is required.
+    type: path
+  job:
+    description: The template's C(job) variables (name, partition, log_dir, env, python, program, args, ...).
+    type: dict
+    default: {}
+  script_dir:
+    description: Where the per-scale scripts are written (default O(log_dir)).
+    type: path
+  ladder_max_nodes:
+    description:
+      - The scale ladder 1, 2, 4, ... up to the pool runs beside the SKU's scales, up to this many nodes;
+        C(0) runs the SKU's scales only.
+    type: int
+    default: 0
+  stragglers:
+    description: C(z_threshold) and C(min_slowdown_pct) for straggler ranks (SKU C(validation.stragglers)).
+    type: dict
+    default: {}
   log_dir:
     description: Directory of the job logs (the script's C(--output)).
     type: path
@@ -67,7 +91,20 @@ options:
     elements: dict
     required: true
   telemetry_file:
-    description: The run's telemetry file (JSON lines or CSV); without it telemetry is C(not_run).
+    description: The run's telemetry file (JSON lines or CSV), where no sampler runs in the job.
+    type: path
+  optional:
+    description: Checks the gate does not require (the SKU's C(gates.<profile>.cluster_validation.optional)).
+    type: list
+    elements: str
+    default: []
+  nccl_not_run:
+    description: Why the NCCL sweep could not run; recorded as C(nccl_sweep_all_reduce) C(not_run) per node.
+    type: str
+  telemetry_dir:
+    description:
+      - Where the job's GPU samplers write (the template's C(job.telemetry_dir), one folder per job). Preferred over
+        O(telemetry_file); with neither, telemetry is C(not_run).
     type: path
   thermal:
     description: C(z_threshold), C(delta_c), C(max_temp_margin_c) (SKU C(validation.thermal)).
@@ -202,6 +239,10 @@ slurm_names:
   description: Slurm C(NodeName) of each node and usable spare, by node name.
   returned: success
   type: dict
+blocked:
+  description: Nodes of the play Slurm has drained or down, with Slurm's reason; their checks are C(blocked).
+  returned: success
+  type: dict
 spares_not_in_slurm:
   description: Spares left out because Slurm does not know them, with the reason.
   returned: success
@@ -220,7 +261,12 @@ from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "spares": {"type": "list", "elements": "str", "default": []},
-    "script": {"type": "path", "required": True},
+    "script": {"type": "path"},
+    "template": {"type": "path"},
+    "job": {"type": "dict", "default": {}},
+    "script_dir": {"type": "path"},
+    "ladder_max_nodes": {"type": "int", "default": 0},
+    "stragglers": {"type": "dict", "default": {}},
     "log_dir": {"type": "path", "required": True},
     "job_name": {"type": "str", "default": "cluster-validation"},
     "partition": {"type": "str"},
@@ -229,6 +275,9 @@ ARGUMENT_SPEC = {
     "log_format": {"type": "str", "choices": ["torchtitan", "megatron", "smoke"], "default": "torchtitan"},
     "targets": {"type": "list", "elements": "dict", "required": True},
     "telemetry_file": {"type": "path"},
+    "telemetry_dir": {"type": "path"},
+    "nccl_not_run": {"type": "str"},
+    "optional": {"type": "list", "elements": "str", "default": []},
     "thermal": {"type": "dict", "default": {}},
     "max_operating_temp_c": {"type": "float"},
     "max_attempts": {"type": "int", "default": 3},
@@ -255,7 +304,8 @@ def _run(params, check_mode):
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
+                           required_one_of=[("script", "template")])
     run_module(module, _run)
 
 

@@ -10,10 +10,10 @@ module: fleet_audit_active
 short_description: Active health checks of an idle node as a preemptible Slurm job that yields to customer jobs
 description:
   - Stage 5 of symphony.cluster (fleet_audit). Submits a short job (GPU query, DCGM r1, a one-node NCCL test, a
-    memory test) with C(--immediate --exclusive --no-requeue) into O(partition)/O(qos), which the cluster configures
+    memory test) with C(--deadline --exclusive --no-requeue) into O(partition)/O(qos), which the cluster configures
     as preemptible (slurm.conf C(PreemptType=preempt/partition_prio) or C(preempt/qos), C(PreemptMode=CANCEL)).
   - A job preempted by a customer job makes its checks C(not_run) "preempted by job N", never C(fail); a busy node
-    (the allocation not available at once) or no Slurm on the submit host makes them C(not_run) with the reason.
+    (the job removed at its deadline) or no Slurm on the submit host makes them C(not_run) with the reason.
   - Checks the profile's hosts cannot run (O(not_expected)) are C(not_run) naming the part and are not submitted.
 version_added: 0.1.0
 author:

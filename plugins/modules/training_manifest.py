@@ -10,7 +10,7 @@ module: training_manifest
 short_description: Render a PyTorchJob or JobSet manifest for the pretraining run on Kubernetes
 description:
   - Renders a Kubeflow C(kubeflow.org/v1) PyTorchJob or a C(jobset.x-k8s.io/v1alpha2) JobSet running torchrun
-    on O(nodes) pods, checked against schemas written from the CRDs' OpenAPI; apply it with
+    on O(nodes) pods, checked in the unit tests against the CRDs' published OpenAPI schemas; apply it with
     C(kubernetes.core.k8s).
   - Pure rendering; nothing is sent to a cluster.
 version_added: 0.1.0

@@ -73,7 +73,10 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
                          "convention": "torchtitan"}],
             "telemetry_file": str(telemetry), "thermal": {"z_threshold": 3.5, "delta_c": 10, "max_temp_margin_c": 3},
             "max_operating_temp_c": 85.0, "max_attempts": 3, "cluster": "lab", "sku": "lab",
-            "out_dir": str(tmp_path / "handoff"), "poll_s": 1.0}
+            "out_dir": str(tmp_path / "handoff"), "poll_s": 1.0,
+            # What the role passes in the lab profile: no nccl-tests there, the SKU's lab gate makes it optional.
+            "nccl_not_run": "nccl-tests is not installed on lab hosts (no GPUs, no InfiniBand)",
+            "optional": ["nccl_sweep"]}
     try:
         out = _cluster_run.run_cluster_validation(opts, ledger, slurm, "cv-lab-1")
         result = out["result"]
@@ -108,7 +111,74 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
         assert cert["status"] == "pass" and cert["final_nodes"] == ["lab1", "lab3"]
         assert cert["outliers"][0]["node"] == "lab2" and cert["outliers"][0]["gpu"] == 0
         assert "promoted spare lab3" in pathlib.Path(out["paths"][1]).read_text()
+        # The certificate's NCCL section says why there is no sweep.
+        assert cert["nccl"][0]["status"] == "not_run" and "nccl-tests is not installed" in cert["nccl"][0]["reason"]
     finally:
         for node in ("lab2",):
+            if _slurm.is_drained(slurm.node_states([node])[node]["state"]):
+                slurm.resume(node)
+
+
+def test_ladder_on_four_lab_hosts_samples_during_the_job_and_finds_the_straggler(lab, tmp_path, ledger_path):
+    """The 1 -> 2 -> 4 ladder on a 4-node play (the lab's default size), one script per scale and precision, the
+    node count from the allocation; the sampler on every node reads the lab GPU source, into which lab2 GPU 1's
+    heat is injected only once a job runs; rank 2 (lab3's, in the 4-node job) is slowed by 1 s per step."""
+    slurm = _slurm.Slurm(env=lab.slurm_env)
+    for node in lab.names:
+        if _slurm.is_drained(slurm.node_states([node])[node]["state"]):
+            slurm.resume(node)
+    work = tmp_path / "cv"
+    (work / "logs").mkdir(parents=True)
+    source = tmp_path / "lab_gpus.json"
+
+    def write_source(hot):
+        rows = {n: [{"gpu": g, "temp_c": 55.0 + 0.4 * g + (25.0 if (n, g) == hot else 0.0), "power_w": 300.0 + g,
+                     "sm_clock_mhz": 1980.0} for g in range(4)] for n in lab.names}
+        (tmp_path / "lab_gpus.tmp").write_text(json.dumps(rows))
+        os.replace(tmp_path / "lab_gpus.tmp", source)
+
+    write_source(None)
+    job = {"name": "cv-ladder", "recipe": "smoke", "partition": lab.slurm, "log_dir": str(work / "logs"),
+           "time_limit": "00:05:00", "python": str(lab.python), "program": str(ROLE / "files" / "smoke_train.py"),
+           "args": ["--steps", 6, "--warmup", 2, "--gemm-size", 256, "--straggle-rank", 2, "--straggle-s", 1.0],
+           "env": {"GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1", "RES_OPTIONS": "timeout:1 attempts:1"},
+           "rdzv_interface": "eth0", "sampler": str(ROLE / "files" / "gpu_sampler.py"),
+           "telemetry_dir": str(work / "telemetry"), "lab_gpu_source": str(source), "sample_interval_ms": 500}
+    real_submit = slurm.submit
+
+    def submit_then_inject(*args, **kwargs):
+        job_id = real_submit(*args, **kwargs)
+        write_source(("lab2", 1))  # after the first submit: nothing hot was written before a job existed
+        return job_id
+
+    slurm.submit = submit_then_inject
+    ledger = _ledger.open_ledger(ledger_path)
+    opts = {"nodes": list(lab.names[:4]), "spares": [], "template": str(ROLE / "templates" / "sbatch.j2"),
+            "job": job, "script_dir": str(work), "log_dir": str(work / "logs"), "job_name": "cluster-validation",
+            "partition": lab.slurm, "timeout_s": scaled(180), "log_format": "smoke", "ladder_max_nodes": 8,
+            "targets": [{"recipe": "smoke", "precision": "fp32", "min_mfu_pct": 0.1, "convention": "torchtitan"}],
+            "telemetry_dir": str(work / "telemetry"), "thermal": {"z_threshold": 3.5, "delta_c": 10},
+            "stragglers": {"z_threshold": 3.5, "min_slowdown_pct": 100}, "max_attempts": 1, "cluster": "lab",
+            "sku": "lab", "out_dir": str(tmp_path / "handoff"), "poll_s": 1.0}
+    try:
+        out = _cluster_run.run_cluster_validation(opts, ledger, slurm, "cv-ladder-1")
+        runs = out["result"]["attempts"][0]["runs"]
+        assert [(r["scale_nodes"], r["job"]["state"]) for r in runs] == [(1, "COMPLETED"), (2, "COMPLETED"),
+                                                                         (4, "COMPLETED")], [r["reason"] for r in runs]
+        assert sorted(os.path.basename(p) for p in os.listdir(work) if p.endswith(".sbatch")) == [
+            "cluster_validation-fp32-1n.sbatch", "cluster_validation-fp32-2n.sbatch", "cluster_validation-fp32-4n.sbatch"]
+        rows = {(r.node, r.check): r for r in ledger.current_results(stage="cluster_validation")}
+        assert rows[("lab1", "scale_2n_fp32")].evidence["nodes"] == ["lab1", "lab2"]
+        assert ("lab3", "scale_2n_fp32") not in rows and rows[("lab3", "scale_4n_fp32")].evidence["scale_nodes"] == 4
+        # The hot GPU, from samples the job's own samplers took, named as the lab source.
+        outlier = rows[("lab2", "telemetry_outliers")]
+        assert outlier.status == "fail" and any(o["gpu"] == 1 for o in outlier.observed)
+        assert outlier.evidence["samples"]["source"].startswith("lab (injected values from")
+        # The straggler, with its measured median step time.
+        straggler = rows[("lab3", "stragglers")]
+        assert straggler.status == "fail" and straggler.observed[0]["median_s"] > 1.0, straggler.reason
+        assert rows[("lab1", "stragglers")].status == "pass"
+    finally:
+        for node in lab.names:
             if _slurm.is_drained(slurm.node_states([node])[node]["state"]):
                 slurm.resume(node)

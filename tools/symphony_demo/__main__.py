@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,7 +30,7 @@ INVENTORY = ROOT / "inventories" / "demo" / "demo.twin.yml"
 DEFECTS = ROOT / "inventories" / "demo" / "defects.yml"
 LAB_DEFECTS = ROOT / "inventories" / "demo" / "lab-defects.yml"
 IMAGES = ROOT / "build" / "demo" / "images"
-TELEMETRY = ROOT / "build" / "demo" / "telemetry.jsonl"
+LAB_GPUS = ROOT / "build" / "demo" / "lab_gpus.json"
 PIDFILE = DEMO / "emulator.pid"
 BMC_MAP = DEMO / "bmcs.json"
 LEDGER = DEMO / "ledger.sqlite"
@@ -109,10 +110,10 @@ def write_images(twin):
 
 
 def apply_lab_defects(console, lab, twin):
-    """The in-band defects: a slow path between two nodes' lab hosts, a hot GPU in the telemetry file.
+    """The in-band defects: a slow path between two nodes' lab hosts; the lab's GPU readings, all healthy.
 
-    The lab has no GPUs, so the run's per-GPU telemetry comes from the lab's file source (what a DCGM exporter
-    scrape gives on a real cluster): every node's 8 GPUs near their peers, one GPU running hot.
+    The lab has no GPUs: the sampler inside the validation job reads the lab's GPU source (named as such in the
+    evidence).  Returns the hot GPU to inject once the job runs (``inject_hot_gpu_while_validating``), or None.
     """
     import yaml
     spec = yaml.safe_load(LAB_DEFECTS.read_text())
@@ -129,20 +130,39 @@ def apply_lab_defects(console, lab, twin):
         lab.degrade_link(a, b, link["rate_mbit"])
         console.print("lab: path %s (%s) <-> %s (%s) limited to %d Mbit/s" % (
             link["nodes"][0], a, link["nodes"][1], b, link["rate_mbit"]))
+    lab_hosts = {lab_of[host]: host for host in twin.nodes if lab_of.get(host)}
+    write_lab_gpus(lab_hosts)
     hot = spec.get("hot_gpu") or {}
-    with open(TELEMETRY, "w", encoding="utf-8") as handle:
-        for sample in range(30):
-            for host in twin.nodes:
-                for gpu in range(8):
-                    temp = 55.0 + 0.4 * gpu + 0.3 * (sample % 3)
-                    if host == hot.get("node") and gpu == hot.get("gpu"):
-                        temp = float(hot["temp_c"])
-                    handle.write(json.dumps({"node": host, "gpu": gpu, "ts": 1_800_000_000 + sample,
-                                             "temp_c": round(temp, 1), "power_w": 690.0 + gpu,
-                                             "sm_clock_mhz": 1980}) + "\n")
+    return dict(hot, lab_host=lab_of[hot["node"]], lab_hosts=lab_hosts) if hot else None
+
+
+def write_lab_gpus(lab_hosts, hot=None):
+    """The lab's GPU readings, which the job's sampler (gpu_sampler.py --lab-source) reads each second: every lab
+    host's 8 GPUs near their peers, and ``hot`` (``{lab_host, gpu, temp_c}``) once injected.  Replaced
+    atomically, so a sampler never reads half a file."""
+    rows = {}
+    for lab_host in lab_hosts:
+        rows[lab_host] = [{"gpu": gpu, "temp_c": 55.0 + 0.4 * gpu, "power_w": 690.0 + gpu, "sm_clock_mhz": 1980.0}
+                          for gpu in range(8)]
     if hot:
-        console.print("telemetry: %s GPU%d reads %.0f °C during validation (%s)" % (
-            hot["node"], hot["gpu"], hot["temp_c"], os.path.relpath(TELEMETRY, ROOT)))
+        rows[hot["lab_host"]][hot["gpu"]].update(temp_c=float(hot["temp_c"]), throttle=["sw_thermal_slowdown"])
+    tmp = LAB_GPUS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, LAB_GPUS)
+
+
+def inject_hot_gpu_while_validating(console, lab, hot, stop):
+    """Wait for the first cluster_validation job to run, then inject the hot GPU into the lab's GPU readings:
+    the samples taken during the job show it, nothing was written before the job started."""
+    while not stop.wait(1.0):
+        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%j %N"], env=lab.slurm_env,
+                             capture_output=True, text=True, timeout=15, check=False).stdout
+        running = [line for line in out.splitlines() if line.startswith("cluster-validation-")]
+        if running:
+            write_lab_gpus(hot["lab_hosts"], hot)
+            console.print("telemetry: injected %s (%s) GPU%d at %.0f °C into the lab GPU source while %s runs" % (
+                hot["node"], hot["lab_host"], hot["gpu"], hot["temp_c"], running[0].split()[0]))
+            return
 
 
 def write_calibrated_vars(console, lab):
@@ -278,9 +298,16 @@ def main(argv=None):
             if state.startswith("drain"):
                 lab.resume(node)
                 console.print("slurm: resumed %s (drained by an earlier run)" % node)
-    apply_lab_defects(console, lab, twin)
+    hot = apply_lab_defects(console, lab, twin)
     write_calibrated_vars(console, lab)
-    rc = run_site(console, args.ansible_args)
+    stop = threading.Event()
+    injector = threading.Thread(target=inject_hot_gpu_while_validating, args=(console, lab, hot, stop), daemon=True)
+    if hot:
+        injector.start()
+    try:
+        rc = run_site(console, args.ansible_args)
+    finally:
+        stop.set()
     summary = summarise(console, time.monotonic() - start, rc)
     # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else
     # (syntax error, unreachable controller, a crash) or a node no stage looked at is a broken demo.

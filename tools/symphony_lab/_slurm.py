@@ -3,6 +3,12 @@
 Verified set-up (../shared/notes/lab-hosts.md): slurmctld in the root namespace with
 ``SlurmctldHost=<hostname>(<bridge address>)``, ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``,
 slurmd started with ``nsenter --net=... slurmd -N <host>`` (``ip netns exec`` remounts /sys and loses cgroup v1).
+
+Two partitions over the same hosts: ``lab`` (the customer's, default) and ``audit`` for the fleet audit's active
+health checks (issue 24), with preemption by partition priority (slurm.conf(5) "PreemptType",
+https://slurm.schedmd.com/preempt.html): a pending job of the higher ``PriorityTier`` partition cancels the
+audit job holding the resources it needs (``PreemptMode=CANCEL``; the audit job is ``--exclusive``, so any
+customer job on its node needs them), and the check reads "preempted by job N".
 """
 
 from __future__ import annotations
@@ -12,6 +18,9 @@ import re
 from ._errors import LabError
 
 PARTITION = "lab"
+AUDIT_PARTITION = "audit"
+# PriorityTier decides preemption under preempt/partition_prio: the customer's partition outranks the audit's.
+CUSTOMER_TIER, AUDIT_TIER = 10, 1
 _NODE_FIELDS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
 
 
@@ -59,6 +68,8 @@ def render_conf(ctld_hostname, ctld_address, hosts, node_hw, root, partition=PAR
         "JobCompType=jobcomp/none",
         "MpiDefault=none",
         "SchedulerType=sched/backfill",
+        "PreemptType=preempt/partition_prio",
+        "PreemptMode=CANCEL",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
         # topology.conf next to this file: a flat switch at lab up, the verified tree once the cabling check ran
@@ -75,8 +86,11 @@ def render_conf(ctld_hostname, ctld_address, hosts, node_hw, root, partition=PAR
     ]
     for h in hosts:
         lines.append("NodeName=%s NodeAddr=%s %s State=UNKNOWN" % (h["name"], h["address"], hw))
-    lines.append("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP"
-                 % (partition, ",".join(h["name"] for h in hosts)))
+    names = ",".join(h["name"] for h in hosts)
+    lines.append("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP PriorityTier=%d"
+                 % (partition, names, CUSTOMER_TIER))
+    lines.append("PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=%d PreemptMode=CANCEL"
+                 % (AUDIT_PARTITION, names, AUDIT_TIER))
     return "\n".join(lines) + "\n"
 
 

@@ -155,7 +155,9 @@ def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:
     - fabric pair matrix: ``fabric_interface`` evidence ``pairs`` (``{a, b, value, unit, status}``);
     - NCCL busbw curves: evidence ``curve`` (``[{size_bytes, busbw_gbps}]``) of ``nccl_sweep_*`` checks;
     - MFU per run: evidence ``mfu`` (``{mfu_pct, convention, scale_nodes, precision}``);
-    - telemetry outliers: evidence ``outliers`` (``{node, gpu, metric, value, peer_median, reason}``).
+    - telemetry outliers: evidence ``outliers`` (``{node, gpu, metric, value, peer_median, reason}``);
+    - per-rank step times: the ``stragglers`` check's evidence ``rank_steps`` (``{"<N>n_<precision>": {rank:
+      {node, median_s, steps}}}``), one point per run, scale and rank.
     """
     traces: List[Dict[str, Any]] = []
     storage: Dict[str, Dict[str, Any]] = {}
@@ -163,6 +165,7 @@ def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:
     nccl: List[Dict[str, Any]] = []
     mfu: List[Dict[str, Any]] = []
     outliers: List[Dict[str, Any]] = []
+    rank_steps: Dict[Any, Dict[str, Any]] = {}
     fio_keys = {"fio_seq_read": ("read", "bw_mbps", "seq read (MB/s)"),
                 "fio_seq_write": ("write", "bw_mbps", "seq write (MB/s)"),
                 "fio_randread_4k": ("read", "iops", "4 KiB random read (IOPS)")}
@@ -187,8 +190,14 @@ def _chart_series(results: Iterable[CheckResult]) -> Dict[str, Any]:
         for outlier in ev.get("outliers") or []:
             if isinstance(outlier, dict):
                 outliers.append(dict(outlier, run_id=res.run_id))
+        if res.check == "stragglers" and isinstance(ev.get("rank_steps"), dict):
+            for scale, ranks in ev["rank_steps"].items():
+                for rank, item in (ranks or {}).items():
+                    rank_steps[(res.run_id, scale, int(rank))] = {"run_id": res.run_id, "scale": scale,
+                                                                  "rank": int(rank), "node": item.get("node"),
+                                                                  "median_s": item.get("median_s")}
     return {"traces": traces, "storage": storage, "pairs": list(pairs.values()), "nccl": nccl, "mfu": mfu,
-            "outliers": outliers}
+            "outliers": outliers, "rank_steps": [rank_steps[k] for k in sorted(rank_steps)]}
 
 
 def render_junit(data: Dict[str, Any]) -> str:

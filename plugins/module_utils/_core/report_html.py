@@ -87,6 +87,16 @@ def _figures(data: Dict[str, Any]) -> List[Tuple[str, Any]]:
                                 marker_color="#1565c0")])
         fig.update_layout(title="Telemetry outliers vs their peers (°C)", barmode="group", yaxis_title="°C")
         figs.append(("cluster validation: telemetry", fig))
+    series: Dict[Any, List[Dict[str, Any]]] = {}
+    for point in charts.get("rank_steps") or []:
+        series.setdefault((point["run_id"], point["scale"]), []).append(point)
+    if series:
+        fig = go.Figure([go.Bar(x=["rank %d (%s)" % (p["rank"], p.get("node") or "?") for p in points],
+                                y=[p["median_s"] for p in points], name="%s %s" % key)
+                         for key, points in sorted(series.items())])
+        fig.update_layout(title="Per-rank median step time (s, compute before the all-reduce)", barmode="group",
+                          yaxis_title="s")
+        figs.append(("cluster validation: stragglers", fig))
     return figs
 
 

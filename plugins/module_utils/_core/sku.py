@@ -283,6 +283,11 @@ SKU_SCHEMA: Dict[str, Any] = {
                 "thermal": {"type": "object", "additionalProperties": False,
                             "properties": {"z_threshold": {"type": "number"}, "delta_c": {"type": "number"},
                                            "max_temp_margin_c": {"type": "number"}}},
+                # Straggler ranks (_validation/stragglers.py): modified z of a rank's median step time and how
+                # much slower than the peers' median it must be, in percent.
+                "stragglers": {"type": "object", "additionalProperties": False,
+                               "properties": {"z_threshold": {"type": "number", "exclusiveMinimum": 0},
+                                              "min_slowdown_pct": {"type": "number", "minimum": 0}}},
                 "max_attempts": {"type": "integer", "minimum": 1},
                 "sources": _SOURCES,
             },

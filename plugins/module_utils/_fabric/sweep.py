@@ -14,6 +14,7 @@ from .._core.gate import CheckResult, new_run_id
 from .._core.ledger import open_ledger
 from .._core.sku import load_manifest
 from .._host import nccl as _nccl
+from .._host import nccl_info as _nccl_info
 from .._host.launchers import launcher_from_params
 from .commands import missing_tool, run_command, tail
 from .schedules import check_nodes
@@ -51,6 +52,8 @@ def run_nccl_sweep(hosts, launcher=None, collective="all_reduce", gpus_per_node=
     binary = (binary_dir.rstrip("/") + "/" if binary_dir else "") + _nccl.BINARIES[collective]
     counts = counts or _nccl.node_counts(len(hosts))
     env = dict(nccl_env or {})
+    # NCCL's own init lines are what the golden-recipe check reads (the HCAs, OOB interface and network it chose).
+    run_env = dict(env, NCCL_DEBUG=env.get("NCCL_DEBUG") or "INFO")
     runs = []
     for n in counts:
         group = list(hosts[:n])
@@ -60,10 +63,10 @@ def run_nccl_sweep(hosts, launcher=None, collective="all_reduce", gpus_per_node=
             args = [binary, "-b", str(min_bytes), "-e", str(max_bytes), "-f", "2", "-c", "1"]
             try:
                 if n == 1:
-                    argv = launcher.wrap(group[0], ["env"] + ["%s=%s" % kv for kv in sorted(env.items())] +
+                    argv = launcher.wrap(group[0], ["env"] + ["%s=%s" % kv for kv in sorted(run_env.items())] +
                                          args + ["-g", str(gpus_per_node)])
                 else:
-                    argv = launcher.group(group, gpus_per_node, args + ["-g", "1"], env)
+                    argv = launcher.group(group, gpus_per_node, args + ["-g", "1"], run_env)
             except ValidationError as exc:
                 runs.append(dict(run, status="not_run", reason=str(exc)))
                 continue
@@ -89,6 +92,15 @@ def run_nccl_sweep(hosts, launcher=None, collective="all_reduce", gpus_per_node=
             runs.append(dict(run, status="not_run", reason=invalid))
             continue
         analysis = _nccl.analyse(parsed, (floors or {}).get(n), tolerance, env or parsed.get("env"))
+        info = _nccl_info.parse_debug_info(text)
+        analysis["nccl_info"] = info
+        # A recorded output without NCCL's init lines cannot be checked against the recipe; one we ran can.
+        if env and (text is not (outputs or {}).get(n) or info["version"] or info["transport"]):
+            analysis["golden_recipe"] = _nccl_info.golden_recipe_mismatches(info, env)
+            if analysis["golden_recipe"]:
+                analysis["ok"] = False
+                analysis["reasons"] = list(analysis["reasons"]) + ["golden recipe: %s" % "; ".join(
+                    analysis["golden_recipe"])]
         status = "not_run" if analysis["ok"] is None else "pass" if analysis["ok"] else "fail"
         runs.append(dict(run, status=status, analysis=analysis,
                          reason="; ".join(analysis["reasons"]) or "busbw rises monotonically to %.2f GB/s"

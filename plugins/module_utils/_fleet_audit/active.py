@@ -3,15 +3,16 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Active health: short checks run as a preemptible Slurm job on an idle node, yielding to any customer job.
 
-The job is submitted with ``--immediate`` (sbatch: submitted only if the allocation is available at once, so it
-never queues in front of a customer), ``--exclusive`` (it shares the node with nobody), ``--no-requeue`` and a
+The job is submitted with ``--deadline=now+<time limit + 1>minutes`` (sbatch has no ``--immediate``, only
+salloc/srun do: a job that cannot start within about a minute cannot end by its deadline and Slurm removes it,
+state ``DEADLINE``, so it never waits in front of a customer), ``--exclusive`` (it shares the node with nobody), ``--no-requeue`` and a
 short ``--time``, into the audit partition/QOS the cluster configures as preemptible: a customer job preempts
 it (slurm.conf ``PreemptType=preempt/partition_prio`` or ``preempt/qos`` with ``PreemptMode=CANCEL``; Slurm
 "Preemption" guide), which ends it in state ``PREEMPTED``.
 
 A preempted job's checks are ``not_run`` "preempted by job N" (N: the job running on the node afterwards), never
-``fail``; a node that is busy (``--immediate`` refused) gives ``not_run`` "node busy"; no Slurm on the submit
-host gives ``not_run`` with that reason.  The job script prints one line per check,
+``fail``; a node that is busy gives ``not_run`` "node busy"; no Slurm on the submit
+host gives ``not_run`` with that reason; a job removed at its deadline is ``not_run`` "node busy".  The job script prints one line per check,
 ``SYMPHONY_CHECK <name> <exit status>``; exit 127 (command not found, POSIX shell) is ``not_run``.
 """
 
@@ -43,7 +44,7 @@ _LINE = re.compile(r"^SYMPHONY_CHECK (\S+) (\d+)\s*$", re.M)
 def sbatch_options(node: str, partition: str, qos: Optional[str], time_limit_min: int, output: str) -> List[str]:
     """The sbatch options of the active-health job (module docstring)."""
     validate_node_names([node])
-    argv = ["--immediate", "--exclusive", "--no-requeue", "--time=%d" % time_limit_min,
+    argv = ["--deadline=now+%dminutes" % (time_limit_min + 1), "--exclusive", "--no-requeue", "--time=%d" % time_limit_min,
             "--output=%s" % output, "--comment=symphony fleet_audit active health (preemptible)"]
     if qos:
         argv.append("--qos=%s" % qos)
@@ -72,6 +73,9 @@ def judge_job(record: Mapping[str, Any], output: Optional[str], checks: Sequence
     if state == "PREEMPTED":
         why = "preempted by job %s" % preemptor if preemptor else "preempted by a customer job"
         return {name: not_run("%s (active-health job %s)" % (why, job)) for name in checks}
+    if state == "DEADLINE":
+        return {name: not_run("node busy: active-health job %s could not start before its deadline" % job)
+                for name in checks}
     seen = {m.group(1): int(m.group(2)) for m in _LINE.finditer(output or "")}
     out: Dict[str, Outcome] = {}
     for name in checks:

@@ -9,6 +9,12 @@ only drives the Slurm client commands: ``sbatch --parsable``, ``squeue``,
 seconds after the end), ``sacct`` (when accounting is enabled), ``scancel``,
 ``scontrol update nodename=... state=drain reason=...``.
 
+A federated or multi-cluster site answers ``sbatch --parsable`` with ``N;cluster`` (and a wrapper without
+``--parsable`` with ``Submitted batch job N on cluster X``, sbatch(1) "--parsable" and "-M"): the job lives on
+that cluster, so every follow-up command for it (``scontrol``, ``sacct``, ``scancel``) gets ``-M cluster``;
+without it the local controller answers "Invalid job id" while the job runs on.  A job id may be given as
+``"N;cluster"`` anywhere one is taken.
+
 Every command goes through an injected ``run(argv, env, timeout) ->
 (rc, stdout, stderr)`` so the logic is unit-tested without Slurm; the default
 runs the real command.  A missing client raises :class:`ToolNotFoundError`.
@@ -34,6 +40,9 @@ PENDING_STATES = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE
 RUNNING_STATES = ("RUNNING", "COMPLETING", "STAGE_OUT")
 DONE_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
                "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT")
+# sbatch's stdout: "--parsable" prints "N" or "N;cluster"; without it "Submitted batch job N [on cluster X]"
+# (Slurm src/sbatch/sbatch.c, _job_submit output).
+_SUBMITTED = (re.compile(r"^(\d+)(?:;(\S+))?$"), re.compile(r"^Submitted batch job (\d+)(?: on cluster (\S+))?$"))
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-\[\],]*$")
 
 
@@ -70,6 +79,27 @@ def parse_exit_code(value: Any) -> tuple[int | None, int | None]:
         return None, None
 
 
+def parse_submitted(stdout: str) -> tuple[str, str | None] | None:
+    """sbatch's stdout -> ``(job_id, cluster or None)``; None when no line is a submission answer.
+
+    Only stdout is read: sbatch prints warnings ("sbatch: warning: ...") to stderr, and a site's job_submit
+    plugin may print a line before the answer, so each line is tried, the last match wins.
+    """
+    found = None
+    for line in stdout.splitlines():
+        for regex in _SUBMITTED:
+            match = regex.match(line.strip())
+            if match:
+                found = (match.group(1), match.group(2) or None)
+    return found
+
+
+def split_job_ref(job_id: str | int) -> tuple[str, str | None]:
+    """``"7;gpu-west"`` -> ``("7", "gpu-west")``; ``7`` -> ``("7", None)``."""
+    job, _sep, cluster = str(job_id).strip().partition(";")
+    return job, cluster or None
+
+
 def validate_node_names(nodes: Sequence[Any], where: str = "nodes") -> list[str]:
     """``nodes`` as a list; :class:`ValidationError` naming the first that is not a Slurm node name."""
     for node in nodes:
@@ -87,8 +117,11 @@ class Slurm:
 
     def __init__(self, env: Mapping[str, str] | None = None, run: Callable[..., tuple[int, str, str]] = run_command,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 command_timeout: float = 60) -> None:
+                 command_timeout: float = 60, cluster: str | None = None) -> None:
         self.env = env
+        # ``cluster``: submit to this cluster (``sbatch -M``); jobs answered "N;cluster" remember theirs.
+        self.cluster = cluster
+        self._job_cluster: dict[str, str] = {}
         self._run = run
         self.clock = clock
         self.sleep = sleep
@@ -107,7 +140,7 @@ class Slurm:
         ``nodes``: exact node list (``--nodelist`` and ``--nodes``), overriding the
         script's ``--nodes``; raises :class:`SchedulerError` when sbatch refuses.
         """
-        argv = ["sbatch", "--parsable"]
+        argv = ["sbatch", "--parsable"] + (["-M", self.cluster] if self.cluster else [])
         if nodes:
             nodes = validate_node_names(nodes)
             argv += ["--nodes=%d" % len(nodes), "--nodelist=%s" % ",".join(nodes)]
@@ -116,36 +149,59 @@ class Slurm:
         if job_name:
             argv.append("--job-name=%s" % job_name)
         argv += list(extra_args) + [script_path]
-        out = self._call(argv, where=script_path).strip()
-        job_id = out.split(";", maxsplit=1)[0].strip()
-        if not job_id.isdigit():
-            raise SchedulerError("sbatch printed %r, not a job id" % out[:200], where=script_path)
+        out = self._call(argv, where=script_path)
+        found = parse_submitted(out)
+        if found is None:
+            raise SchedulerError("sbatch exited 0 but printed %r, no job id: the job may be queued; find it with "
+                                 "squeue --name=%s" % (out.strip()[:200], job_name or "<script name>"),
+                                 where=script_path)
+        job_id, cluster = found
+        cluster = cluster or self.cluster
+        if cluster:
+            self._job_cluster[job_id] = cluster
         return job_id
 
+    def cluster_of(self, job_id: str | int) -> str | None:
+        """The cluster ``job_id`` runs on (from its ``"N;cluster"`` form, sbatch's answer, or ``cluster``)."""
+        job, cluster = split_job_ref(job_id)
+        return cluster or self._job_cluster.get(job) or self.cluster
+
+    def _site(self) -> list[str]:
+        return ["-M", self.cluster] if self.cluster else []
+
+    def _m(self, job_id: str | int) -> list[str]:
+        cluster = self.cluster_of(job_id)
+        return ["-M", cluster] if cluster else []
+
     def job(self, job_id: str | int) -> dict[str, Any]:
-        """Current record of ``job_id``: ``{job_id, state, exit_code, signal, nodes, reason, stdout, elapsed}``.
+        """Current record of ``job_id``: ``{job_id, cluster, state, exit_code, signal, nodes, reason, stdout, elapsed}``.
+
+        ``cluster`` is the job's cluster (None on a single-cluster site).
 
         Reads ``scontrol show job -o``; when Slurm no longer holds the job (past
         ``MinJobAge``) falls back to ``sacct``.  Raises :class:`SchedulerError` when
         neither knows it.
         """
-        rc, out, err = self._run(["scontrol", "show", "job", "-o", str(job_id)], env=self.env,
+        job = split_job_ref(job_id)[0]
+        cluster = self.cluster_of(job_id)
+        rc, out, err = self._run(["scontrol"] + self._m(job_id) + ["show", "job", "-o", job], env=self.env,
                                  timeout=self.command_timeout)
-        if rc == 0 and out.strip():
-            rec = parse_job_record(out.splitlines()[0])
+        # With -M, scontrol may print a "CLUSTER: name" header line before the record.
+        lines = [line for line in out.splitlines() if "JobId=" in line]
+        if rc == 0 and lines:
+            rec = parse_job_record(lines[0])
             code, signal = parse_exit_code(rec.get("ExitCode", ""))
-            return {"job_id": str(job_id), "state": rec.get("JobState", "UNKNOWN").split()[0],
+            return {"job_id": job, "cluster": cluster, "state": rec.get("JobState", "UNKNOWN").split()[0],
                     "exit_code": code, "signal": signal, "nodes": rec.get("NodeList", ""),
                     "reason": rec.get("Reason", ""), "stdout": rec.get("StdOut", ""),
                     "elapsed": rec.get("RunTime", "")}
-        rc2, out2, err2 = self._run(["sacct", "-n", "-P", "-X", "-j", str(job_id),
-                                     "-o", "JobID,State,ExitCode,NodeList,Elapsed"],
-                                    env=self.env, timeout=self.command_timeout)
+        sacct = ["sacct"] + self._m(job_id) + ["-n", "-P", "-X", "-j", job, "-o", "JobID,State,ExitCode,NodeList,Elapsed"]
+        rc2, out2, err2 = self._run(sacct, env=self.env, timeout=self.command_timeout)
         if rc2 == 0 and out2.strip():
             jid, state, exit_code, nodes, elapsed = (out2.strip().splitlines()[0].split("|") + [""] * 5)[:5]
             code, signal = parse_exit_code(exit_code)
-            return {"job_id": jid, "state": state.split()[0], "exit_code": code, "signal": signal,
-                    "nodes": nodes, "reason": "", "stdout": "", "elapsed": elapsed}
+            return {"job_id": jid, "cluster": cluster, "state": state.split()[0], "exit_code": code,
+                    "signal": signal, "nodes": nodes, "reason": "", "stdout": "", "elapsed": elapsed}
         raise SchedulerError("Slurm knows no job %s (scontrol: %s; sacct: %s)"
                              % (job_id, (err or "no output").strip()[:200], (err2 or "no output").strip()[:200]),
                              where="job %s" % job_id)
@@ -170,27 +226,33 @@ class Slurm:
             self.sleep(poll_s)
 
     def cancel(self, job_id: str | int) -> None:
-        """``scancel <job_id>``."""
-        self._call(["scancel", str(job_id)], where="job %s" % job_id)
+        """``scancel [-M cluster] <job_id>``."""
+        self._call(["scancel"] + self._m(job_id) + [split_job_ref(job_id)[0]], where="job %s" % job_id)
 
-    def drain(self, node: str, reason: str) -> None:
-        """``scontrol update nodename=<node> state=DRAIN reason=<reason>``; reason is required."""
+    def drain(self, node: str, reason: str, cluster: str | None = None) -> None:
+        """``scontrol [-M cluster] update nodename=<node> state=DRAIN reason=<reason>``; reason is required.
+
+        ``cluster``: the cluster the node's job ran on (:meth:`cluster_of`), else this client's ``cluster``.
+        """
         validate_node_names([node])
         if not reason or not str(reason).strip():
             raise ValidationError("draining a node needs a reason", where=node)
-        self._call(["scontrol", "update", "nodename=%s" % node, "state=DRAIN", "reason=%s" % reason], where=node)
+        site = ["-M", cluster] if cluster else self._site()
+        self._call(["scontrol"] + site + ["update", "nodename=%s" % node, "state=DRAIN", "reason=%s" % reason],
+                   where=node)
 
     def resume(self, node: str) -> None:
         """``scontrol update nodename=<node> state=RESUME``."""
         validate_node_names([node])
-        self._call(["scontrol", "update", "nodename=%s" % node, "state=RESUME"], where=node)
+        self._call(["scontrol"] + self._site() + ["update", "nodename=%s" % node, "state=RESUME"], where=node)
 
     def running_jobs(self, node: str) -> list[str]:
         """Ids of the jobs running on ``node`` now (``squeue --states=RUNNING --nodelist``)."""
         validate_node_names([node])
-        out = self._call(["squeue", "--noheader", "--format=%i", "--states=RUNNING", "--nodelist=%s" % node],
-                         where=node)
-        return out.split()
+        argv = ["squeue"] + self._site() + ["--noheader", "--format=%i", "--states=RUNNING", "--nodelist=%s" % node]
+        out = self._call(argv, where=node)
+        # squeue -M prints a "CLUSTER: name" line even with --noheader.
+        return [word for word in out.split() if word.isdigit()]
 
     def node_states(self, nodes: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
         """``{node: {"state": "IDLE+DRAIN", "reason": "...", "addr": "10.77.0.12", "hostname": "lab2"}}``.
@@ -198,7 +260,7 @@ class Slurm:
         From ``scontrol show node -o``; ``addr``/``hostname`` are the node's ``NodeAddr``/``NodeHostName``
         (empty when Slurm does not print them).
         """
-        argv = ["scontrol", "show", "node", "-o"]
+        argv = ["scontrol"] + self._site() + ["show", "node", "-o"]
         if nodes:
             argv.append(",".join(validate_node_names(nodes)))
         out = self._call(argv, where="nodes")

@@ -33,6 +33,7 @@ from .._core.errors import (
 )
 from .._core import gate as _gate
 from .._host.slurm import is_drained as _slurm_is_drained
+from . import ladder as _ladder
 
 STAGE = "cluster_validation"
 GRAPH = _gate.CheckGraph(STAGE, [
@@ -40,28 +41,43 @@ GRAPH = _gate.CheckGraph(STAGE, [
     _gate.CheckSpec("mfu_target", ("training_run",), description="every scale met the SKU's MFU target"),
     _gate.CheckSpec("telemetry_outliers", ("training_run",),
                     description="no GPU of this node was an outlier against its peers"),
+    _gate.CheckSpec("stragglers", ("training_run",),
+                    description="no rank of this node had a median step time beyond its peers'"),
+    _gate.CheckSpec("nccl_sweep", description="the NCCL sweep before training passed at this node's node counts"),
 ])
+# One ledger row per scale a node ran in (outside the gate graph: mfu_target already requires every scale).
+SCALE_CHECK = "scale_%dn_%s"
 
 
 @dataclass
 class Scale:
-    """One validation scale: ``nodes`` (None = every active node), MFU target in percent."""
+    """One validation scale: ``nodes`` (None = every active node), MFU target in percent; ``ladder``: a rung the
+    ladder added (:mod:`.ladder`), judged against the nearest SKU target of its recipe and precision."""
 
     recipe: str
     precision: str
     min_mfu_pct: float
     nodes: Optional[int] = None
     convention: str = "torchtitan"
+    ladder: bool = False
 
     def to_dict(self):
         return asdict(self)
 
 
-def scales_from_targets(targets, recipe=None, default_convention="torchtitan"):
-    """:class:`Scale` list from a SKU's ``validation.mfu_targets`` (all, or those for ``recipe``), smallest first."""
+def scales_from_targets(targets, recipe=None, default_convention="torchtitan", pool=0, ladder_max_nodes=0):
+    """:class:`Scale` list from a SKU's ``validation.mfu_targets`` (all, or those for ``recipe``), smallest first.
+
+    ``pool``/``ladder_max_nodes``: add the ladder 1, 2, 4, ... up to ``min(pool, ladder_max_nodes)``
+    (:func:`.ladder.expand`; 0 adds none).
+    """
+    chosen = [t for t in targets or [] if recipe is None or t["recipe"] == recipe]
+    if pool and ladder_max_nodes:
+        chosen = _ladder.expand(chosen, pool, ladder_max_nodes)
     scales = [Scale(recipe=t["recipe"], precision=t["precision"], min_mfu_pct=float(t["min_mfu_pct"]),
-                    nodes=t.get("nodes"), convention=t.get("convention", default_convention))
-              for t in targets or [] if recipe is None or t["recipe"] == recipe]
+                    nodes=t.get("nodes"), convention=t.get("convention", default_convention),
+                    ladder=bool(t.get("ladder")))
+              for t in chosen]
     if not scales:
         raise ValidationError("no MFU target%s" % (" for recipe %r" % recipe if recipe else ""),
                               where="validation.mfu_targets")
@@ -88,7 +104,7 @@ def pick_spares(candidates, burn_in, exclude, count):
     return chosen, skipped
 
 
-def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=None):
+def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=None, blocked=None):
     """Slurm ``NodeName`` of each node and spare: ``({node: slurm_name}, {spare: why skipped})``.
 
     ``nodes``/``spares``: inventory (twin) hostnames; ``slurm_nodes``: :meth:`_slurm.Slurm.node_states` output
@@ -97,7 +113,9 @@ def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=Non
     else itself when Slurm has a node of that name, else the Slurm node whose ``NodeAddr`` or ``NodeHostName``
     equals its address (in the demo the twin's ``gpu-r01-u02`` is the lab host ``lab1`` at 10.77.0.11).
     A node of the run that Slurm does not know, or has drained or down, raises :class:`ValidationError` naming
-    it; such a spare is left out of the spare pool with the reason.
+    it; such a spare is left out of the spare pool with the reason.  With ``blocked`` (a dict), a drained or
+    down node of the run goes there with the reason instead (issue 25: an admin's drain blocks that node, the
+    others are still validated).
     """
     addresses, explicit = addresses or {}, explicit or {}
     by_addr: Dict[str, str] = {}
@@ -118,6 +136,9 @@ def resolve_slurm_names(nodes, spares, slurm_nodes, addresses=None, explicit=Non
             if _slurm_is_drained(state):
                 # A job asking for a drained node pends until its time-out: refuse up front, with Slurm's reason.
                 why = "Slurm node %s is %s (%s)" % (name, state, slurm_nodes[name].get("reason") or "no reason given")
+                if host in nodes and blocked is not None:
+                    blocked[host] = why
+                    continue
                 if host in nodes:
                     raise ValidationError("node %s cannot run: %s; resume it once burn_in passes again, or leave "
                                           "it out of the play" % (host, why), where=host)
@@ -142,7 +163,7 @@ def decide(attempt, number, max_attempts, spares_available):
     when no rerun follows).
     """
     evict = []
-    for item in attempt.get("outliers", []):
+    for item in attempt.get("outliers", []) + attempt.get("stragglers", []):
         if item["node"] not in evict:
             evict.append(item["node"])
     runs = attempt.get("runs", [])
@@ -175,18 +196,24 @@ def _run_scale(scale, nodes, launch, number):
                 "reason": "scale %d nodes needs more than the %d active node(s)" % (scale.nodes, len(nodes))}
     used = list(nodes[:scale.nodes] if scale.nodes else nodes)
     base = {"scale_nodes": len(used), "precision": scale.precision, "recipe": scale.recipe, "nodes": used,
-            "target_pct": scale.min_mfu_pct, "convention": scale.convention}
+            "target_pct": scale.min_mfu_pct, "convention": scale.convention, "ladder": scale.ladder}
     try:
         out = launch(scale, used, number)
     except SymphonyError as exc:
         return dict(base, status=_gate.FAIL, reason="launch at %d node(s) failed: %s" % (len(used), exc))
     job = out.get("job") or {}
-    run = dict(base, job=job, mfu=out.get("mfu"), log=out.get("log"))
+    run = dict(base, job=job, mfu=out.get("mfu"), log=out.get("log"), precision_used=out.get("precision_used"),
+               precision_evidence=out.get("precision_evidence"), stragglers=out.get("stragglers") or [],
+               rank_steps=out.get("rank_steps") or {})
     if job.get("state") != "COMPLETED" or job.get("exit_code") not in (0, None):
         return dict(run, status=_gate.FAIL,
                     reason=("job %s at %d node(s) ended %s (exit %s) %s" % (
                         job.get("job_id", "?"), len(used), job.get("state", "UNKNOWN"), job.get("exit_code"),
                         job.get("reason", ""))).strip())
+    if out.get("precision_error"):
+        # No MFU without the precision: the peak it is judged against is that precision's.
+        return dict(run, status=_gate.FAIL, reason="%s at %d node(s): %s"
+                    % (scale.precision, len(used), out["precision_error"]))
     mfu = out.get("mfu") or {}
     if mfu.get("mfu_pct") is None:
         return dict(run, status=_gate.FAIL, reason="no MFU from the run at %d node(s): %s"
@@ -226,12 +253,15 @@ def run_validation(nodes, scales, launch, telemetry, drain, spares, max_attempts
     for number in range(1, max_attempts + 1):
         started = clock()
         runs = [_run_scale(scale, active, launch, number) for scale in scales]
+        stragglers = [dict(s, scale_nodes=r["scale_nodes"], precision=r["precision"])
+                      for r in runs for s in r.get("stragglers", [])]
         try:
             outliers = list(telemetry(list(active), number))
             telemetry_note = None
         except ToolNotFoundError as exc:
             outliers, telemetry_note = [], "telemetry not analysed: %s" % exc
         attempt = {"number": number, "nodes": list(active), "runs": runs, "outliers": outliers,
+                   "stragglers": stragglers,
                    "started": started, "finished": clock(), "telemetry_note": telemetry_note}
         all_outliers.extend(dict(o, attempt=number) for o in outliers)
         eligible = spares(len(active), set(active) | set(evicted))
@@ -239,11 +269,12 @@ def run_validation(nodes, scales, launch, telemetry, drain, spares, max_attempts
         attempt["decision"] = decision
         attempts.append(attempt)
         for node in decision["evict"]:
-            reasons = [o["reason"] for o in outliers if o["node"] == node]
+            reasons = [o["reason"] for o in outliers + stragglers if o["node"] == node]
             reason = "cluster_validation attempt %d: %s" % (number, reasons[0] if reasons else "outlier")
             drain(node, reason[:200])
             on_event("drain", node, {"reason": reason, "attempt": number,
-                                     "outliers": [o for o in outliers if o["node"] == node]})
+                                     "outliers": [o for o in outliers if o["node"] == node],
+                                     "stragglers": [o for o in stragglers if o["node"] == node]})
             actions.append("drained %s: %s" % (node, reason))
             evicted.append(node)
         if decision["action"] == "evict":
@@ -265,8 +296,12 @@ def run_validation(nodes, scales, launch, telemetry, drain, spares, max_attempts
             "telemetry": telemetry_note or "analysed"}
 
 
-def node_results(result, run_id, clock=time.time):
+def node_results(result, run_id, clock=time.time, nccl=None, optional=()):
     """Check results and gate verdicts per node for the ledger.
+
+    ``nccl``: ``{node: {status, reason, check}}``, the node's NCCL sweep result at this stage (the ledger's, see
+    ``_handoff.nccl_from_ledger``); a node without one gets ``nccl_sweep`` ``not_run``.  ``optional``: checks the
+    gate does not require (the SKU's ``gates.<profile>.cluster_validation.optional``).
 
     Final nodes get ``training_run``/``mfu_target``/``telemetry_outliers`` from the
     last attempt; evicted nodes get the attempt that evicted them.  Evidence keys
@@ -274,6 +309,8 @@ def node_results(result, run_id, clock=time.time):
     Returns ``(results, verdicts)``.
     """
     results, verdicts = [], []
+    graph = GRAPH.with_required(optional)
+    nccl = nccl or {}
     by_node_attempt = {}
     for attempt in result["attempts"]:
         for node in attempt["nodes"]:
@@ -309,7 +346,7 @@ def node_results(result, run_id, clock=time.time):
         def outliers(_ctx, mine=mine, attempt=attempt):
             if attempt.get("telemetry_note"):
                 return _gate.not_run(attempt["telemetry_note"])
-            ev = {"outliers": mine, "gpu_temps": temps}
+            ev = {"outliers": mine, "gpu_temps": temps, "samples": attempt.get("telemetry_evidence")}
             if mine:
                 return _gate.failed("; ".join(o["reason"] for o in mine),
                                     "node drained: inspect cooling/thermal interface of the GPU(s) named, "
@@ -318,8 +355,65 @@ def node_results(result, run_id, clock=time.time):
             return _gate.passed(reason="no GPU outlier against %d peer node(s)" % len(attempt["nodes"]),
                                 evidence=ev)
 
-        res = GRAPH.run(node, run_id, {"training_run": training, "mfu_target": mfu, "telemetry_outliers": outliers},
-                        clock=clock)
+        def stragglers(_ctx, runs=runs, node=node):
+            slow = [s for r in runs for s in r.get("stragglers", []) if s["node"] == node]
+            measured = [r for r in runs if r.get("rank_steps")]
+            ev = {"stragglers": slow, "rank_steps": {"%dn_%s" % (r["scale_nodes"], r["precision"]): r["rank_steps"]
+                                                     for r in measured}}
+            if slow:
+                return _gate.failed("; ".join(s["reason"] for s in slow),
+                                    "node drained: check the slow rank's GPU clocks, PCIe link and thermals; rerun "
+                                    "burn_in before returning it to the spare pool", observed=slow, evidence=ev)
+            if not measured:
+                return _gate.not_run("the training log has no per-rank step times (rank_step lines)")
+            return _gate.passed(reason="no straggler rank in %d scale(s)" % len(measured), evidence=ev)
+
+        def sweep(_ctx, node=node):
+            found = nccl.get(node)
+            if not found:
+                return _gate.not_run("no NCCL sweep result recorded for this node at cluster_validation")
+            why = "%s: %s" % (found.get("check", "nccl_sweep"), found.get("reason") or found["status"])
+            if found["status"] == _gate.PASS:
+                return _gate.passed(reason=why, evidence={"nccl": found})
+            if found["status"] == _gate.FAIL:
+                return _gate.failed(why, "localise with symphony.cluster.fabric_test, then rerun the sweep",
+                                    evidence={"nccl": found})
+            return _gate.not_run(why, evidence={"nccl": found})
+
+        res = graph.run(node, run_id, {"training_run": training, "mfu_target": mfu, "telemetry_outliers": outliers,
+                                       "stragglers": stragglers, "nccl_sweep": sweep}, clock=clock)
+        results.extend(res)
+        verdicts.append(_gate.compute_gate(graph, res))
+        results.extend(_scale_rows(node, runs, run_id, clock()))
+    return results, verdicts
+
+
+def _scale_rows(node, runs, run_id, now):
+    """One ledger row per scale this node ran in: the scale's status, its nodes, MFU, job and precision used."""
+    rows = []
+    for run in runs:
+        mfu = run.get("mfu") or {}
+        rows.append(_gate.CheckResult(
+            node=node, stage=STAGE, check=SCALE_CHECK % (run["scale_nodes"], run["precision"]),
+            status=run["status"], reason=run["reason"], expected=run.get("target_pct"), observed=run.get("mfu_pct"),
+            evidence={"scale_nodes": run["scale_nodes"], "nodes": run.get("nodes"), "precision": run["precision"],
+                      "precision_used": run.get("precision_used"), "precision_evidence": run.get("precision_evidence"),
+                      "recipe": run["recipe"], "convention": run.get("convention"), "ladder": run.get("ladder"),
+                      "job_id": (run.get("job") or {}).get("job_id"), "peak_tflops": mfu.get("peak_tflops"),
+                      "peak_source": mfu.get("peak_source"), "rank_steps": run.get("rank_steps") or {}},
+            started=now, finished=now, run_id=run_id))
+    return rows
+
+
+def blocked_results(blocked, run_id, clock=time.time):
+    """Results and gates for nodes that could not take part (``{node: why}``, e.g. drained by an admin):
+    every check ``blocked`` with the reason, so the node is neither passed nor failed for it."""
+    results, verdicts = [], []
+    for node, why in blocked.items():
+        now = clock()
+        res = [_gate.CheckResult(node=node, stage=STAGE, check=name, status=_gate.BLOCKED,
+                                 reason="%s; resume it once burn_in passes again, then rerun cluster_validation" % why,
+                                 started=now, finished=now, run_id=run_id) for name in GRAPH.order()]
         results.extend(res)
         verdicts.append(_gate.compute_gate(GRAPH, res))
     return results, verdicts

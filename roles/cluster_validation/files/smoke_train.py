@@ -15,6 +15,14 @@ path, the collective and the arithmetic, not of learning).
 ``--device cuda`` trains on the process's GPU (``LOCAL_RANK``; NCCL when distributed); ``--dtype bf16`` runs
 forward and loss under ``torch.autocast`` in bfloat16 (fp32 master weights), ``--dtype fp8`` additionally swaps
 the Linear layers for torchao's float8 training layers and exits 3 saying so where torchao is not installed.
+
+Every rank prints its own step times, for the straggler rule (``_validation/stragglers.py``)::
+
+    rank_step: {"rank": 1, "node": "lab2", "step": 3, "step_s": 0.051, "compute_s": 0.012}
+
+``compute_s`` is forward and loss, before DDP's gradient all-reduce makes every rank wait for the slowest.
+``--straggle-rank R --straggle-s S`` (the lab's injection, never set in production) adds S seconds of busy
+compute to rank R's forward, as a slow GPU would.
 """
 
 import argparse
@@ -109,6 +117,8 @@ def main(argv=None):
     parser.add_argument("--gemm-repeats", type=int, default=5)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--dtype", choices=("fp32", "bf16", "fp8"), default="fp32")
+    parser.add_argument("--straggle-rank", type=int, default=-1)
+    parser.add_argument("--straggle-s", type=float, default=0.0)
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -144,9 +154,11 @@ def main(argv=None):
     else:
         peaks, hosts = [peak], [socket.gethostname() + "/" + os.environ.get("SLURMD_NODENAME", "")]
 
+    node_name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     model = Decoder(args.vocab, args.dim, args.layers, args.heads, args.seq).to(device)
     if float8 is not None:
         float8(model)
+        log(rank, "Float8 training active (torchao convert_to_float8_training)")
     n_params = sum(p.numel() for p in model.parameters())
     n_emb = model.tok.weight.numel()
     # torchtitan: 6*(N - N_emb) + 12*L*H*Q*T with H*Q = dim.  (Position embeddings are
@@ -170,6 +182,12 @@ def main(argv=None):
         with torch.autocast(device.type, dtype=compute, enabled=compute != torch.float32):
             logits = model(tokens[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, args.vocab).float(), tokens[:, 1:].reshape(-1))
+        if rank == args.straggle_rank:
+            busy_until = time.perf_counter() + args.straggle_s
+            while time.perf_counter() < busy_until:
+                pass
+        sync(device)
+        compute_s = time.perf_counter() - start
         optimizer.zero_grad()
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -183,6 +201,9 @@ def main(argv=None):
         mfu = 100.0 * tflops / peak
         log(rank, "step: {:2}  loss: {:7.4f}  grad_norm: {:7.4f}  memory:  0.00GiB(0.00%)  tps: {:,}  "
             "tflops: {:,.2f}  mfu: {:.2f}%".format(step, loss.item(), float(grad_norm), round(tps), tflops, mfu))
+        print("[rank%d]: rank_step: %s" % (rank, json.dumps({
+            "rank": rank, "node": node_name, "step": step, "step_s": round(elapsed, 6),
+            "compute_s": round(compute_s, 6)}, sort_keys=True)), flush=True)
         if step > args.warmup:
             post_warmup.append(tps)
     summary = {

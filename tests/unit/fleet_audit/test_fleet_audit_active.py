@@ -32,7 +32,8 @@ def test_the_job_asks_for_an_idle_node_and_yields(tmp_path):
     fake = FakeSlurm()
     _run(tmp_path, fake, "".join("SYMPHONY_CHECK %s 0\n" % c for c in active.CHECKS))
     sbatch = fake.argv[0]
-    for option in ("--immediate", "--exclusive", "--no-requeue", "--partition=audit", "--qos=scavenger",
+    # sbatch(1) has no --immediate (salloc/srun only): the deadline keeps the job from waiting for the node.
+    for option in ("--deadline=now+11minutes", "--exclusive", "--no-requeue", "--partition=audit", "--qos=scavenger",
                    "--nodelist=gpu01"):
         assert option in sbatch
     script = (tmp_path / "job.sh").read_text()
@@ -53,6 +54,12 @@ def test_exit_statuses_pass_fail_and_tool_absent(tmp_path):
     assert out["active_dcgm_r1"].status == "fail" and "exited 226" in out["active_dcgm_r1"].reason
     assert out["active_nccl_single"].status == "not_run"
     assert out["active_memtest"].status == "not_run" and "before reporting" in out["active_memtest"].reason
+
+
+def test_a_job_removed_at_its_deadline_is_node_busy(tmp_path):
+    # squeue/scontrol JOB STATE CODES: DEADLINE "terminated on deadline".
+    out = _run(tmp_path, FakeSlurm(state="DEADLINE"))
+    assert {o.status for o in out.values()} == {"not_run"} and "node busy" in out["active_memtest"].reason
 
 
 def test_a_busy_node_is_not_run(tmp_path):

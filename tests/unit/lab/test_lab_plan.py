@@ -61,7 +61,11 @@ def test_lab_slurm_conf_matches_slurmd_c():
     assert "ProctrackType=proctrack/linuxproc" in lines and "TaskPlugin=task/none" in lines
     assert ("NodeName=lab2 NodeAddr=10.77.0.12 CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 "
             "ThreadsPerCore=1 RealMemory=24105 State=UNKNOWN") in lines
-    assert "PartitionName=lab Nodes=lab1,lab2 Default=YES MaxTime=INFINITE State=UP" in lines
+    assert "PartitionName=lab Nodes=lab1,lab2 Default=YES MaxTime=INFINITE State=UP PriorityTier=10" in lines
+    # The fleet audit's active checks run preemptible in a lower tier (slurm.schedmd.com/preempt.html).
+    assert "PreemptType=preempt/partition_prio" in lines and "PreemptMode=CANCEL" in lines
+    assert ("PartitionName=audit Nodes=lab1,lab2 Default=NO MaxTime=INFINITE State=UP PriorityTier=1 "
+            "PreemptMode=CANCEL") in lines
     assert "SlurmdSpoolDir=/work/main/build/lab/slurm/spool/%n" in lines
     with pytest.raises(LabError, match="RealMemory"):
         _slurm.parse_slurmd_c("NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1\n")

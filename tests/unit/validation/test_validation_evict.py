@@ -57,7 +57,10 @@ class Cluster:
         shape = _mfu.ModelShape(layers=2, hidden=128, heads=4, head_dim=32, seq_len=64, vocab=512,
                                 params=533760, embedding_params=65536)
         mfu = _mfu.compute_mfu(shape, "torchtitan", 2500.0, 0.03, peak_source="measured")
-        return {"job": {"job_id": str(len(self.launched)), "state": "COMPLETED", "exit_code": 0}, "mfu": mfu}
+        # One rank per node (the smoke workload), every rank at the same median step time: no straggler.
+        ranks = {str(i): {"node": node, "median_s": 0.2, "steps": 3} for i, node in enumerate(nodes)}
+        return {"job": {"job_id": str(len(self.launched)), "state": "COMPLETED", "exit_code": 0}, "mfu": mfu,
+                "rank_steps": ranks, "stragglers": []}
 
     def telemetry(self, nodes, attempt):
         return [_hot(self.hot_node)] if self.hot_node in nodes else []
@@ -87,7 +90,10 @@ def test_loop_evicts_replaces_and_reruns_to_pass(ledger_path):
     mfu = result["attempts"][-1]["runs"][0]["mfu_pct"]
     assert mfu == pytest.approx(100 * 2500 * 3005952 / 0.03e12, abs=0.01)
 
-    results, verdicts = _evict.node_results(result, "run-1")
+    # The NCCL sweep before training passed on every node (the gate requires it since issue 18).
+    swept = {n: {"node": n, "check": "nccl_sweep_all_reduce", "status": "pass", "reason": "busbw rises to 400 GB/s"}
+             for n in ("lab1", "lab2", "lab3")}
+    results, verdicts = _evict.node_results(result, "run-1", nccl=swept)
     gates = {v.node: v.status for v in verdicts}
     assert gates == {"lab1": "pass", "lab2": "fail", "lab3": "pass"}
     lab2 = [r for r in results if r.node == "lab2" and r.check == "telemetry_outliers"][0]

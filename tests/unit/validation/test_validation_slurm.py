@@ -135,3 +135,53 @@ def test_sbatch_rendezvous_port_per_job_unless_fixed(repo_root, tmp_path):
     assert 20000 <= _rdzv_port(text, 123456789) < 30000
     job["rdzv_port"] = 29400
     assert _rdzv_port(render_sbatch(repo_root, job), 41) == 29400
+
+
+# sbatch(1): "--parsable ... job id number and the cluster name are separated by a semicolon"; without
+# --parsable sbatch prints "Submitted batch job N" (plus " on cluster X" with -M, src/sbatch/sbatch.c).
+@pytest.mark.parametrize("stdout, expected", [
+    ("7\n", ("7", None)),
+    ("8123;gpu-west\n", ("8123", "gpu-west")),
+    ("Submitted batch job 42\n", ("42", None)),
+    ("Submitted batch job 42 on cluster gpu-east\n", ("42", "gpu-east")),
+    ("job_submit/lua: partition set to lab\n9;lab\n", ("9", "lab")),
+    ("", None),
+    ("sbatch: warning: no job id\n", None),
+])
+def test_parse_submitted_answers(stdout, expected):
+    assert _slurm.parse_submitted(stdout) == expected
+
+
+def test_federated_answer_follows_with_dash_m():
+    """A job answered "N;cluster" is followed, cancelled and its node drained on that cluster (-M)."""
+    fake = FakeSlurm({"sbatch": (0, "8123;gpu-west\n", "sbatch: warning: can't honor --gpus-per-node\n"),
+                      "scontrol show": (0, "CLUSTER: gpu-west\n" + RUNNING.replace("JobId=7", "JobId=8123"), ""),
+                      "scontrol -M": (0, "CLUSTER: gpu-west\n" + RUNNING.replace("JobId=7", "JobId=8123"), ""),
+                      "scancel": (0, "", "")})
+    clock = iter(range(0, 1000, 30))
+    slurm = _slurm.Slurm(run=fake, clock=lambda: next(clock), sleep=lambda s: None)
+    job = slurm.submit("/tmp/job.sh")
+    assert job == "8123" and slurm.cluster_of(job) == "gpu-west"
+    rec = slurm.wait(job, timeout_s=60)
+    assert fake.calls[1] == ["scontrol", "-M", "gpu-west", "show", "job", "-o", "8123"]
+    assert rec["state"] == "CANCELLED" and rec["cluster"] == "gpu-west" and rec["nodes"] == "lab[1-2]"
+    assert ["scancel", "-M", "gpu-west", "8123"] in fake.calls
+    # A job reference given as "N;cluster" (training_launch state=cancelled) goes to its cluster too.
+    _slurm.Slurm(run=fake).cancel("77;gpu-east")
+    assert fake.calls[-1] == ["scancel", "-M", "gpu-east", "77"]
+    fake.answers["scontrol -M"] = (0, "", "")
+    slurm.drain("lab2", "hot", cluster=slurm.cluster_of(job))
+    assert fake.calls[-1] == ["scontrol", "-M", "gpu-west", "update", "nodename=lab2", "state=DRAIN", "reason=hot"]
+
+
+def test_sbatch_without_job_id_says_the_job_may_be_queued():
+    fake = FakeSlurm({"sbatch": (0, "queued\n", "")})
+    with pytest.raises(SchedulerError, match="may be queued.*squeue --name=cv-a1"):
+        _slurm.Slurm(run=fake).submit("/tmp/job.sh", job_name="cv-a1")
+
+
+def test_configured_cluster_goes_to_every_command():
+    fake = FakeSlurm({"sbatch": (0, "5\n", ""), "squeue": (0, "CLUSTER: b\n11\n12\n", "")})
+    slurm = _slurm.Slurm(run=fake, cluster="b")
+    assert slurm.submit("/tmp/j.sh") == "5" and fake.calls[0][:4] == ["sbatch", "--parsable", "-M", "b"]
+    assert slurm.running_jobs("lab1") == ["11", "12"] and fake.calls[-1][:3] == ["squeue", "-M", "b"]
