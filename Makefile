@@ -21,11 +21,12 @@ export SYMPHONY_SHARED := $(SHARED)
 
 # Debian packages the tests and the demo use (installed only when missing).
 DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
-                chromium rsync procps
+                chromium rsync procps \
+                mmdebstrap cpio zstd xorriso isolinux syslinux-common qemu-system-x86 qemu-utils
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
         test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \
-        device-wheels device-check device-collect
+        device-wheels device-check device-collect runtime
 
 help:
 	@echo "make demo   - run the main job (emulated fleet + lab hosts) and show the result"
@@ -34,9 +35,15 @@ help:
 	@echo "make test-under-load - unit + integration while stress-ng keeps both cores and the disk busy"
 	@echo "make bench  - benchmarks, each writing build/bench/<name>.json"
 	@echo "make lab-up / lab-down - the lab hosts (network namespaces, sshd, Slurm; needs root)"
+	@echo "make runtime - build the RAM-only provisioning runtime ISO into build/runtime (cached)"
 	@echo "make device-check - prepare and test here what tests/device/run.sh carries to a GPU machine"
 
 bootstrap: venv debs collection
+
+# The RAM-only provisioning runtime (images/runtime: mmdebstrap root packed as the initramfs, BIOS ISO), cached in
+# build/runtime: a rerun with the same inputs returns at once. Needs root (mmdebstrap --mode=root).
+runtime: debs
+	images/runtime/build.sh $(ROOT)/build/runtime
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.txt test-requirements.txt
@@ -99,7 +106,7 @@ test-molecule: bootstrap
 	  [ -f molecule/$$s/molecule.yml ] || continue; \
 	  echo "== molecule scenario $$s"; $(BIN)/molecule test -s $$s; done
 
-test-integration: bootstrap
+test-integration: bootstrap runtime
 	$(PY) -m pytest -q tests/integration
 
 # The suite while stress-ng keeps every core and the disk busy: verdicts must not depend on the machine being idle.

@@ -54,6 +54,7 @@ class State:
         self.virtual_media = {"image": None, "inserted": False, "protocol": None}
         self.sel = []
         self.boot_state = {"state": "disk", "image": None, "target": "Hdd", "boots": 0}
+        self.boot_progress = None   # BootProgress.LastState, VM-backed nodes only
 
 
 class BMC(Actions, FirmwareUpdates, Settings):
@@ -87,6 +88,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
         self.down_until = 0.0
         self.warm_until = 0.0
         self.on_schedule = None   # server hook: called with (bmc, due) when an event is queued
+        self.vm = None            # a vm.Guest for a VM-backed node (attach_vm): power, boot and media are real
         self._post_table = self._post_routes()
         self.reset_stats()
         self._seed_sel()
@@ -108,6 +110,12 @@ class BMC(Actions, FirmwareUpdates, Settings):
         self.invalidate()
         return dict(eff)
 
+    def attach_vm(self, guest):
+        """Back this BMC's System with ``guest`` (a :class:`vm.Guest`), its config medium USB1 included."""
+        self.vm = guest
+        self._post_table.update(guest.post_routes(self.spec))
+        self.invalidate()
+
     def reset_stats(self):
         self.stats = {"GET": 0, "HEAD": 0, "POST": 0, "PATCH": 0, "PUT": 0, "DELETE": 0, "writes": 0,
                       "requests": 0, "injected_errors": 0, "injected_resets": 0, "injected_malformed": 0,
@@ -119,8 +127,13 @@ class BMC(Actions, FirmwareUpdates, Settings):
 
     @property
     def tree(self):
+        if self.vm is not None:   # a real guest's power and boot progress change between requests
+            self.state.power, self.state.boot_progress = self.vm.power_state(), self.vm.boot_progress()
+            self.invalidate()
         if self._tree is None:
             self._tree = build_tree(self.spec, self.state)
+            if self.vm is not None:
+                self.vm.add_resources(self._tree, self.spec)
         return self._tree
 
     def _seed_sel(self):

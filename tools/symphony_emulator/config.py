@@ -73,6 +73,7 @@ FAULT_DEFAULTS = {
     "host_boot_s": 0.5,           # host reset -> booted (disk or ephemeral runtime)
     "require_transfer_protocol": False,  # SimpleUpdate without TransferProtocol -> 400
     "expand_max_levels": 2,       # $expand MaxLevels advertised and served (Supermicro X13: 2); 0 = no $expand
+    "boot_override_ignored": False,  # VM-backed nodes: a Once/Continuous override is accepted, the disk boots
     "seed": None,                 # RNG seed for the rates above (None: from the hostname)
 }
 
@@ -88,6 +89,7 @@ _FAULT_OBJECT = {
         "slow_firmware_inventory_ms": _NONNEG, "task_duration_s": _NONNEG, "bmc_reboot_s": _NONNEG,
         "bmc_warmup_s": _NONNEG, "host_boot_s": _NONNEG, "require_transfer_protocol": {"type": "boolean"},
         "expand_max_levels": {"type": "integer", "minimum": 0, "maximum": 6}, "seed": {"type": ["integer", "null"]},
+        "boot_override_ignored": {"type": "boolean"},
     },
 }
 
