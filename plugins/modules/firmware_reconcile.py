@@ -68,12 +68,13 @@ options:
     type: str
   runtime_probe:
     description:
-      - How to tell the runtime is up. C(ssh) reaches it in-band over the launcher options and proves it is the SKU's
+      - How to tell the runtime is up. C(proof) reaches it in-band over the SSH options and proves it is the SKU's
         pinned RAM-only runtime (the C(runtime_proof) check - RAM root, no disk mounted, build id and kernel command
-        line as the SKU pins, the disk marker absent); C(emulator) (the Redfish fleet emulator's boot state) and
-        C(none) cannot prove the boot, so C(runtime_proof) is then C(not_run) and not required.
+        line as the SKU pins, the disk marker absent). C(ssh) (port 22 of the twin's in-band address answers; a node
+        booted from its old disk answers too), C(emulator) (the Redfish fleet emulator's boot state) and C(none)
+        cannot prove the boot, so C(runtime_proof) is then C(not_run) and not required.
     type: str
-    choices: [ssh, emulator, none]
+    choices: [proof, ssh, emulator, none]
     default: ssh
   runtime_boot:
     description: C(auto) boots the runtime only when a reset or in-band work needs it; C(always) boots it every run.
@@ -208,7 +209,7 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "runtime_timeout_s": {"type": "float"},
     "runtime_image_url": {"type": "str"},
     "runtime_config_url": {"type": "str"},
-    "runtime_probe": {"type": "str", "choices": ["ssh", "emulator", "none"], "default": "ssh"},
+    "runtime_probe": {"type": "str", "choices": ["proof", "ssh", "emulator", "none"], "default": "ssh"},
     "runtime_boot": {"type": "str", "choices": ["auto", "always"], "default": "auto"},
     "poll_s": {"type": "float", "default": 5},
     "inband_results": {"type": "dict"},

@@ -91,7 +91,7 @@ def _provision(fleet, sc, runtime):
                           "  StrictHostKeyChecking no\n  UserKnownHostsFile %s\n  LogLevel ERROR\n"
                           % (HOST, port, sc["key"], sc["tmp"] / "known_hosts"))
     settings = ProvisionSettings(
-        bmc_map=str(sc["tmp"] / "bmcs.json"), ledger=str(sc["tmp"] / "ledger.sqlite"), runtime_probe="ssh",
+        bmc_map=str(sc["tmp"] / "bmcs.json"), ledger=str(sc["tmp"] / "ledger.sqlite"), runtime_probe="proof",
         runtime_boot="always", runtime_config_url="file://%s" % sc["config"], poll_s=2.0, retries=1,
         read_timeout=scaled(30), connect_timeout=scaled(5), optional=("tunings",),
         launcher=SSHLauncher(config_file=str(ssh_config), connect_timeout=10),

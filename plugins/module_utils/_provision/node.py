@@ -66,7 +66,8 @@ class ProvisionSettings(BmcFleetSettings):
     ``image_dir``: local copies of the manifest images (file name = basename of ``image.uri``),
     each checked against the manifest sha256 before upload; ``image_base_url``: where the BMC
     fetches SimpleUpdate images from (default the manifest ``image.uri``); ``runtime_probe``:
-    how to tell the runtime answers: ``ssh`` (TCP 22 of the twin's in-band address),
+    how to tell the runtime answers: ``proof`` (in-band over ``launcher``: ``runtime_proof``), ``ssh`` (TCP 22 of
+    the twin's in-band address),
     ``emulator`` (the Redfish emulator's ``/_emulator/state`` boot state) or ``none``;
     ``runtime_boot``: ``auto`` (only when a reset or in-band work is needed) or ``always``;
     ``launcher``/``console_logs``: how ``runtime_proof`` reaches the runtime and reads a console (``proof.py``).

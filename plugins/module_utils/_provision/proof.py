@@ -119,7 +119,8 @@ def prove_boot(nd: NodeRun, boot: CheckResult) -> Outcome:
     if not boot.evidence:   # runtime_boot passed without booting (nothing needed a reset or in-band work)
         return passed(reason="not needed: no runtime boot in this run")
     if nd.settings.launcher is None:
-        return not_run("runtime_probe %s gives no in-band path to prove the boot (ssh does)" % nd.settings.runtime_probe)
+        return not_run("runtime_probe %s cannot prove the boot (runtime_probe proof does, in-band)"
+                       % nd.settings.runtime_probe)
     return runtime_proof(nd, nd.settings.launcher, (nd.settings.console_logs or {}).get(nd.host))
 
 

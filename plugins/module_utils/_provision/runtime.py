@@ -45,7 +45,7 @@ def _runtime_up(nd: NodeRun, deadline: float) -> tuple[bool, str]:
     probe = nd.settings.runtime_probe
     if probe == "none":
         return True, "not waited for (runtime_probe none)"
-    if probe == "ssh" and nd.settings.launcher is not None:
+    if probe == "proof":
         # runtime_proof waits for SSH itself, over the launcher, and judges what answers (proof.py)
         return True, "SSH is awaited and proven by runtime_proof"
     while True:

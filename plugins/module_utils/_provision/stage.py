@@ -76,7 +76,7 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
     Never raises for the node's own problems: they end in its check results.
     """
     node, manifest = item["node"], item["manifest"]
-    graph = check_graph(manifest, settings.optional, prove_runtime=settings.runtime_probe == "ssh")
+    graph = check_graph(manifest, settings.optional, prove_runtime=settings.runtime_probe == "proof")
     client = bmc_client(item["endpoint"]["url"], item["entry"], settings, client_factory, registries=registries)
     nd = NodeRun(host, node, manifest, client, settings, None if check_mode else ledger, run_id, graph)
     out = {"endpoint": item["endpoint"], "writes": 0}
@@ -276,7 +276,7 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool = False) ->
         runtime_config_url=params.get("runtime_config_url"),
         runtime_probe=params.get("runtime_probe") or "ssh", runtime_boot=params.get("runtime_boot") or "auto",
         poll_s=params.get("poll_s") or 5.0,
-        launcher=launcher_from_params(params) if (params.get("runtime_probe") or "ssh") == "ssh" else None,
+        launcher=launcher_from_params(params) if params.get("runtime_probe") == "proof" else None,
         console_logs=params.get("console_logs"))
 
 

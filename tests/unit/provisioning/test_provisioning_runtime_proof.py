@@ -77,7 +77,7 @@ def test_an_incomplete_or_garbled_answer_is_never_a_pass(text):
 
 
 # ---------------------------------------------------------------- the check over a launcher
-def _nd(runtime=RUNTIME, launcher=None, probe="ssh"):
+def _nd(runtime=RUNTIME, launcher=None, probe="proof"):
     settings = ProvisionSettings(username="u", password="p", poll_s=0.01, runtime_probe=probe, launcher=launcher)
     client = SimpleNamespace(get=lambda uri: {"BootProgress": {"LastState": "OSBootStarted"}})
     return SimpleNamespace(host="gpu-1", manifest={"runtime": runtime}, settings=settings, client=client,
@@ -123,6 +123,7 @@ def test_prove_boot_not_needed_and_no_inband_path():
     idle = CheckResult("gpu-1", "provisioning", "runtime_boot", PASS, "not needed")
     assert proof.prove_boot(_nd(), idle).status == PASS
     assert proof.prove_boot(_nd(probe="emulator"), booted).status == NOT_RUN
+    assert proof.prove_boot(_nd(probe="ssh"), booted).status == NOT_RUN   # port 22 answering proves nothing
 
 
 def test_the_graph_puts_the_proof_between_the_boot_and_in_band_firmware():
