@@ -110,6 +110,11 @@ class BMC(Actions, FirmwareUpdates, Settings):
         self.invalidate()
         return dict(eff)
 
+    def _sync_vm(self):
+        if self.vm is not None:   # a real guest's power and boot progress change between requests
+            self.state.power, self.state.boot_progress = self.vm.power_state(), self.vm.boot_progress()
+            self.invalidate()
+
     def attach_vm(self, guest):
         """Back this BMC's System with ``guest`` (a :class:`vm.Guest`), its config medium USB1 included."""
         self.vm = guest
@@ -127,9 +132,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
 
     @property
     def tree(self):
-        if self.vm is not None:   # a real guest's power and boot progress change between requests
-            self.state.power, self.state.boot_progress = self.vm.power_state(), self.vm.boot_progress()
-            self.invalidate()
+        self._sync_vm()
         if self._tree is None:
             self._tree = build_tree(self.spec, self.state)
             if self.vm is not None:
@@ -229,6 +232,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
     def describe(self):
         """A plain dict of everything tests and rehearsals may want to observe."""
         self.tick()
+        self._sync_vm()
         s = self.state
         return {
             "hostname": self.hostname, "sku": self.spec.sku["sku"], "power": s.power,

@@ -168,7 +168,7 @@ class Guest:
         try:
             return self._run(self._qmp.execute(command, arguments or None))
         except ExecuteError as exc:
-            raise GuestError("%s: %s" % (command, exc.error.desc))
+            raise GuestError("%s: %s" % (command, exc))
 
     def close(self):
         """Stop QEMU (quit over QMP, then terminate/kill) and the QMP thread; safe to call twice."""
@@ -266,10 +266,9 @@ class Guest:
 
     def _boot_order(self, target):
         first, second = ("cdrom0", "vdisk0") if target == "Cd" else ("vdisk0", "cdrom0")
-        # two devices may not hold the same index even for a moment: park the second one first
-        self.qmp("qom-set", path="/machine/peripheral/%s" % second, property="bootindex", value=9)
-        self.qmp("qom-set", path="/machine/peripheral/%s" % first, property="bootindex", value=0)
-        self.qmp("qom-set", path="/machine/peripheral/%s" % second, property="bootindex", value=1)
+        # QEMU refuses an index any device holds, the device itself included: park both on free ones first
+        for device, index in ((second, 9), (first, 8), (first, 0), (second, 1)):
+            self.qmp("qom-set", path="/machine/peripheral/%s" % device, property="bootindex", value=index)
 
     def boot(self, target):
         """Power on or restart into ``target`` (``Cd`` or anything else: the disk) for this boot."""

@@ -23,6 +23,7 @@ class FakeGuest(vm.Guest):
         self.status = "prelaunch"
         self.refuse = refuse or {}
         self.started = False
+        self.bootindex = {"vdisk0": 0, "cdrom0": 1}   # as _argv starts QEMU
 
     def start(self):
         self.started = True
@@ -39,6 +40,11 @@ class FakeGuest(vm.Guest):
         if command in self.refuse:
             raise vm.GuestError("%s: %s" % (command, self.refuse[command]))
         self.calls.append((command, arguments))
+        if command == "qom-set":
+            # QEMU's check_boot_index: an index any device holds is refused, the device's own included
+            if arguments["value"] in self.bootindex.values():
+                raise vm.GuestError("qom-set: Boot index %d used by another device" % arguments["value"])
+            self.bootindex[arguments["path"].rsplit("/", 1)[-1]] = arguments["value"]
         if command == "query-status":
             return {"status": self.status}
         if command == "cont":
@@ -69,14 +75,14 @@ def test_insert_override_once_and_reset_boot_the_cd_then_the_disk(make_bmc, tmp_
                                          "BootSourceOverrideEnabled": "Once"}}).status in (200, 204)
     assert c.post(bmc.spec.S + "/Actions/ComputerSystem.Reset", {"ResetType": "On"}).status == 204
     sets = [(a["path"].rsplit("/", 1)[-1], a["value"]) for cmd, a in guest.calls if cmd == "qom-set"]
-    assert sets[-2:] == [("cdrom0", 0), ("vdisk0", 1)]   # the CD first for this boot
+    assert sets == [("vdisk0", 9), ("cdrom0", 8), ("cdrom0", 0), ("vdisk0", 1)]   # the CD first for this boot
     assert [cmd for cmd, _ in guest.calls][-3:] == ["system_reset", "query-status", "cont"]
     assert bmc.tree[bmc.spec.S]["PowerState"] == "On"
     # Once: the next reset boots the disk again
     guest.calls.clear()
     assert c.post(bmc.spec.S + "/Actions/ComputerSystem.Reset", {"ResetType": "ForceRestart"}).status == 204
     sets = [(a["path"].rsplit("/", 1)[-1], a["value"]) for cmd, a in guest.calls if cmd == "qom-set"]
-    assert sets[-2:] == [("vdisk0", 0), ("cdrom0", 1)]
+    assert sets[-2:] == [("vdisk0", 0), ("cdrom0", 1)] and guest.bootindex == {"vdisk0": 0, "cdrom0": 1}
     assert c.post(bmc.spec.S + "/Actions/ComputerSystem.Reset", {"ResetType": "ForceOff"}).status == 204
     assert guest.calls[-1][0] == "stop" and bmc.tree[bmc.spec.S]["PowerState"] == "Off"
 
