@@ -56,17 +56,47 @@ options:
   runtime_image_url:
     description: Runtime image URL to insert (default the SKU's C(runtime.image_uri)).
     type: str
-  runtime_probe:
-    description: How to tell the runtime is up, C(ssh) (port 22 of the twin's in-band address), C(emulator)
-      (the Redfish fleet emulator's boot state) or C(none).
+  runtime_config_url:
+    description:
+      - URL of the runtime's boot-time configuration medium (an ISO labelled C(SYMCFG) holding the controller's
+        C(authorized_keys) and C(callback), made by C(images/runtime/config-medium.sh)), inserted into the BMC's
+        VirtualMedia C(USBStick) device beside the runtime CD and ejected with it. The key is never in the image.
     type: str
-    choices: [ssh, emulator, none]
+  runtime_probe:
+    description:
+      - How to tell the runtime is up. C(proof) reaches it in-band over the SSH options and proves it is the SKU's
+        pinned RAM-only runtime (the C(runtime_proof) check - RAM root, no disk mounted, build id and kernel command
+        line as the SKU pins, the disk marker absent). C(ssh) (port 22 of the twin's in-band address answers; a node
+        booted from its old disk answers too), C(emulator) (the Redfish fleet emulator's boot state) and C(none)
+        cannot prove the boot, so C(runtime_proof) is then C(not_run) and not required.
+    type: str
+    choices: [proof, ssh, emulator, none]
     default: ssh
   runtime_boot:
     description: C(auto) boots the runtime only when a reset or in-band work needs it; C(always) boots it every run.
     type: str
     choices: [auto, always]
     default: auto
+  ssh_config:
+    description: OpenSSH client configuration file (C(ssh -F)) with which C(runtime_proof) reaches the runtime.
+    type: path
+  ssh_hosts:
+    description: SSH destination of the runtime per node when the node name does not resolve.
+    type: dict
+    default: {}
+  ssh_identity_file:
+    description: Private key file (C(ssh -i)) whose public key the runtime's config medium carries.
+    type: path
+  ssh_user:
+    description: Remote user on the runtime (C(ssh -l)).
+    type: str
+  ssh_port:
+    description: Remote SSH port of the runtime.
+    type: int
+  console_logs:
+    description: Per host, the file its serial console is captured to (a console server's log, the emulator's VM
+      console); its last lines are the evidence of a runtime that did not answer.
+    type: dict
   poll_s:
     description: Seconds between polls of tasks, rebooting BMCs and the runtime.
     type: float
@@ -159,9 +189,11 @@ writes:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._host import launchers as _launchers
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet.batch import TWIN_BATCH_MODULE_KWARGS, fleet_argument_spec
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import module_run
 
+_RUNTIME_SSH = ("ssh_config", "ssh_hosts", "ssh_identity_file", "ssh_user", "ssh_port")
 ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "phase": {"type": "str", "choices": ["out_of_band", "verify"], "default": "out_of_band"},
     "run_id": {"type": "str"},
@@ -171,13 +203,17 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "task_timeout_s": {"type": "float", "default": 1800},
     "runtime_timeout_s": {"type": "float"},
     "runtime_image_url": {"type": "str"},
-    "runtime_probe": {"type": "str", "choices": ["ssh", "emulator", "none"], "default": "ssh"},
+    "runtime_config_url": {"type": "str"},
+    "runtime_probe": {"type": "str", "choices": ["proof", "ssh", "emulator", "none"], "default": "ssh"},
     "runtime_boot": {"type": "str", "choices": ["auto", "always"], "default": "auto"},
     "poll_s": {"type": "float", "default": 5},
     "inband_results": {"type": "dict"},
     "tunings_results": {"type": "dict"},
     "optional": {"type": "list", "elements": "str", "default": []},
     "ledger": {"type": "str"},
+    "console_logs": {"type": "dict"},
+    # how runtime_proof reaches the runtime (OpenSSH; connect_timeout is the shared one)
+    **{k: v for k, v in _launchers.launcher_argument_spec(default="ssh").items() if k in _RUNTIME_SSH},
 })
 
 

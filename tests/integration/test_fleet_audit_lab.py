@@ -124,7 +124,8 @@ def test_a_customer_job_preempts_the_active_check(lab, tmp_path):
 
     def preempt_soon():
         time.sleep(2)
-        slurm.submit(str(customer), nodes=["lab1"], partition=lab.slurm, job_name="customer")
+        slurm.submit(str(customer), nodes=["lab1"], partition=lab.slurm, job_name="customer",
+                     extra_args=["--output=%s" % (tmp_path / "customer-%j.out")])
 
     thread = threading.Thread(target=preempt_soon)
     thread.start()

@@ -34,6 +34,9 @@ def _parser():
     s.add_argument("--hosts", help="comma-separated hostnames to serve (default: all, spares included)")
     s.add_argument("--capture", action="append", default=[], metavar="NAME=MOCKUP_DIR",
                    help="also serve a real capture as BMC NAME")
+    s.add_argument("--vm-nodes", type=int, default=0, metavar="N",
+                   help="back the first N served nodes with real QEMU guests (needs qemu-system-x86_64, qemu.qmp)")
+    s.add_argument("--vm-dir", help="where the guests' disks, consoles and QMP sockets go (default: a temp dir)")
     _background_args(s)
 
     c = sub.add_parser("capture", help="serve one real capture read-only, byte-identical")
@@ -113,7 +116,8 @@ def _serve(args):
     hosts = [h for h in args.hosts.split(",") if h] if args.hosts else None
     fleet = Fleet(args.twin, args.skus, defects=args.defects, faults=args.faults, http=args.http,
                   bind_base=args.bind_base, port=args.port, port_base=args.port_base, credentials=args.credentials,
-                  map_path=map_path, state_dir=state_dir, hosts=hosts, captures=captures)
+                  map_path=map_path, state_dir=state_dir, hosts=hosts, captures=captures,
+                  vm_nodes=args.vm_nodes, vm_dir=args.vm_dir and os.path.abspath(args.vm_dir))
     fleet.start()
     print("serving %d BMCs over %s; map: %s%s" % (len(fleet.nodes), "HTTP" if args.http else "HTTPS", map_path,
                                                   "; CA: %s" % fleet.ca_bundle if fleet.ca_bundle else ""),

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 from symphony_emulator.replies import Reply, error_body, jreply, json_object
 from symphony_emulator.resources import RESET_TYPES, ROOT
+from symphony_emulator.vm import GuestError, guest_refused
 
 # target template -> (method name, body): "json" handlers get the parsed JSON object, "raw" ones the headers
 # and the bytes (the multipart push is not JSON).  A malformed JSON body is refused before the target is
@@ -59,7 +60,17 @@ class Actions:
         if reset not in RESET_TYPES:
             return jreply(400, error_body("ActionParameterValueNotInList", reset, "ResetType", "ComputerSystem.Reset"))
         st = self.state
+        try:
+            return self._system_reset_to(st, reset)
+        except GuestError as exc:   # a VM-backed node's QEMU refused: say what it said
+            return guest_refused(exc)
+
+    def _system_reset_to(self, st, reset):
+        if self.vm is not None:
+            st.power = self.vm.power_state()
         if reset in ("ForceOff", "GracefulShutdown"):
+            if self.vm is not None:
+                self.vm.power_off()
             st.power = "Off"
             st.boot_state = dict(st.boot_state, state="off", image=None)
         elif reset == "On":
@@ -87,6 +98,9 @@ class Actions:
             if st.boot["enabled"] == "Once":
                 st.boot = {"enabled": "Disabled", "target": "None"}
         runtime = self.spec.sku.get("runtime") or {}
+        if self.vm is not None:
+            # boot_override_ignored: the BMC accepts the override and boots the disk anyway, as some do
+            self.vm.boot("Hdd" if st.faults["boot_override_ignored"] else target)
         image = st.virtual_media["image"] if st.virtual_media["inserted"] else None
         if target == "Cd" and image:
             final = {"state": "ephemeral_runtime", "image": image}
@@ -119,6 +133,11 @@ class Actions:
             return jreply(400, error_body("ActionParameterMissing", "VirtualMedia.InsertMedia", "Image"))
         if self.state.virtual_media["inserted"]:
             return jreply(409, error_body("ResourceInUse"))
+        if self.vm is not None:
+            try:
+                self.vm.insert(image)
+            except GuestError as exc:
+                return guest_refused(exc)
         self.state.virtual_media = {"image": image, "inserted": True,
                                     "protocol": data.get("TransferProtocolType")
                                     or (urlparse(image).scheme.upper() or None)}
@@ -126,6 +145,11 @@ class Actions:
         return Reply(204)
 
     def _eject_media(self, _data):
+        if self.vm is not None:
+            try:
+                self.vm.eject()
+            except GuestError as exc:
+                return guest_refused(exc)
         self.state.virtual_media = {"image": None, "inserted": False, "protocol": None}
         self.invalidate()
         return Reply(204)

@@ -54,6 +54,7 @@ class State:
         self.virtual_media = {"image": None, "inserted": False, "protocol": None}
         self.sel = []
         self.boot_state = {"state": "disk", "image": None, "target": "Hdd", "boots": 0}
+        self.boot_progress = None   # BootProgress.LastState, VM-backed nodes only
 
 
 class BMC(Actions, FirmwareUpdates, Settings):
@@ -88,6 +89,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
         self.warm_until = 0.0
         self._scripted_left = None   # the scripted faults still to fire (built at the first request)
         self.on_schedule = None   # server hook: called with (bmc, due) when an event is queued
+        self.vm = None            # a vm.Guest for a VM-backed node (attach_vm): power, boot and media are real
         self._post_table = self._post_routes()
         self.reset_stats()
         self._seed_sel()
@@ -110,6 +112,17 @@ class BMC(Actions, FirmwareUpdates, Settings):
         self.invalidate()
         return dict(eff)
 
+    def _sync_vm(self):
+        if self.vm is not None:   # a real guest's power and boot progress change between requests
+            self.state.power, self.state.boot_progress = self.vm.power_state(), self.vm.boot_progress()
+            self.invalidate()
+
+    def attach_vm(self, guest):
+        """Back this BMC's System with ``guest`` (a :class:`vm.Guest`), its config medium USB1 included."""
+        self.vm = guest
+        self._post_table.update(guest.post_routes(self.spec))
+        self.invalidate()
+
     def reset_stats(self):
         self.stats = {"GET": 0, "HEAD": 0, "POST": 0, "PATCH": 0, "PUT": 0, "DELETE": 0, "writes": 0,
                       "requests": 0, "injected_errors": 0, "injected_resets": 0, "injected_malformed": 0,
@@ -121,8 +134,11 @@ class BMC(Actions, FirmwareUpdates, Settings):
 
     @property
     def tree(self):
+        self._sync_vm()
         if self._tree is None:
             self._tree = build_tree(self.spec, self.state)
+            if self.vm is not None:
+                self.vm.add_resources(self._tree, self.spec)
         return self._tree
 
     def _seed_sel(self):
@@ -239,6 +255,7 @@ class BMC(Actions, FirmwareUpdates, Settings):
     def describe(self):
         """A plain dict of everything tests and rehearsals may want to observe."""
         self.tick()
+        self._sync_vm()
         s = self.state
         return {
             "hostname": self.hostname, "sku": self.spec.sku["sku"], "power": s.power,

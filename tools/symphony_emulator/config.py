@@ -73,6 +73,7 @@ FAULT_DEFAULTS = {
     "host_boot_s": 0.5,           # host reset -> booted (disk or ephemeral runtime)
     "require_transfer_protocol": False,  # SimpleUpdate without TransferProtocol -> 400
     "expand_max_levels": 2,       # $expand MaxLevels advertised and served (Supermicro X13: 2); 0 = no $expand
+    "boot_override_ignored": False,  # VM-backed nodes: a Once/Continuous override is accepted, the disk boots
     "seed": None,                 # RNG seed for the rates above (None: from the hostname)
     # one-shot faults, in order: [{method, path (prefix), kind: reset|500|503, times}]: the next ``times``
     # requests matching method+path get ``kind`` (one TCP reset on the login, one 500 on a SEL page: issue 25)
@@ -95,6 +96,7 @@ _FAULT_OBJECT = {
             "type": "object", "additionalProperties": False, "required": ["path", "kind"],
             "properties": {"method": {"type": "string"}, "path": {"type": "string"},
                            "kind": {"enum": ["reset", "500", "503"]}, "times": {"type": "integer", "minimum": 1}}}},
+        "boot_override_ignored": {"type": "boolean"},
     },
 }
 

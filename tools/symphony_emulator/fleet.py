@@ -30,6 +30,7 @@ from symphony_emulator.capture import CaptureBMC
 from symphony_emulator.config import load_defects, load_faults
 from symphony_emulator.server import EmulatorServer, free_port
 from symphony_emulator.tree import Spec
+from symphony_emulator.vm import Guest, require_qemu
 
 DEMO_USERNAME = "admin"
 DEMO_PASSWORD = "symphony-demo-bmc"
@@ -166,12 +167,15 @@ class Fleet(_LoopThread):
     ``"demo"`` (one fixed pair).  ``http=False`` serves HTTPS with a CA generated into
     ``state_dir`` (its path is :attr:`ca_bundle`).  ``hosts``: serve only these hostnames.
     ``captures``: ``{name: mockup dir}`` served alongside as read-only BMCs.
+    ``vm_nodes``: hostnames (or a count: the first N served) whose System is a real QEMU guest (``vm.py``), its
+    files under ``vm_dir``; ``vm_disk_seeds``: ``{hostname: image}`` a guest's disk starts as.  Missing QEMU or
+    qemu.qmp raises :class:`ValidationError` here, never a silent fallback to a field-flipping System.
     Raises :class:`ValidationError` (bad twin/SKU/defects/faults) or ``OSError`` (cannot bind).
     """
 
     def __init__(self, twin, skus_dir=None, defects=None, faults=None, http=False, bind_base=None, port=None,
                  port_base=None, credentials="generated", map_path=None, state_dir=None, hosts=None,
-                 captures=None):
+                 captures=None, vm_nodes=None, vm_dir=None, vm_disk_seeds=None, vm_memory_mib=2048):
         if isinstance(twin, _twin.Twin):
             self.twin = twin
             skus_dir = skus_dir or twin.sku_dir
@@ -198,6 +202,13 @@ class Fleet(_LoopThread):
         self.port = port if port is not None else (80 if http else 443)
         self.port_base = port_base if port_base is not None else 0
         self.names = names
+        self.vm_nodes = names[:vm_nodes] if isinstance(vm_nodes, int) else list(vm_nodes or [])
+        if self.vm_nodes:
+            require_qemu()
+        self.vm_dir = vm_dir
+        self.vm_disk_seeds = dict(vm_disk_seeds or {})
+        self.vm_memory_mib = vm_memory_mib
+        self._vm_tmp = None
         self.bmcs = {}
         self.nodes = {}
         self.ca_bundle = None
@@ -214,6 +225,11 @@ class Fleet(_LoopThread):
             real_password = password + "-rotated" if spec.defect("wrong_credentials") else password
             bmc = BMC(spec, user, real_password, self.faults)
             bmc.map_password = password
+            if name in self.vm_nodes:
+                if self._vm_tmp is None and not self.vm_dir:
+                    self._vm_tmp = tempfile.TemporaryDirectory(prefix="symphony-vm-")
+                bmc.attach_vm(Guest(name, os.path.join(self.vm_dir or self._vm_tmp.name, name),
+                                    memory_mib=self.vm_memory_mib, disk_seed=self.vm_disk_seeds.get(name)))
             self.bmcs[name] = bmc
         for name, directory in self.captures.items():
             self.bmcs[name] = CaptureBMC(directory)
@@ -292,8 +308,25 @@ class Fleet(_LoopThread):
         """Replace one node's fault overrides at run time; returns the effective faults."""
         return self._call(lambda: self.bmcs[hostname].set_faults(values))
 
+    def stop(self):
+        """Stop serving (so no request starts a guest again), then every QEMU guest: a guest never outlives its
+        emulator."""
+        try:
+            _LoopThread.stop(self)
+        finally:
+            for bmc in self.bmcs.values():
+                if getattr(bmc, "vm", None) is not None:
+                    bmc.vm.close()
+            if self._vm_tmp is not None:
+                self._vm_tmp.cleanup()
+                self._vm_tmp = None
+
     def map_data(self):
-        return {"ca_bundle": self.ca_bundle, "nodes": {n: i.as_dict() for n, i in self.nodes.items()}}
+        nodes = {n: i.as_dict() for n, i in self.nodes.items()}
+        for name in self.vm_nodes:   # the guest's sshd, forwarded from 127.0.0.1 (user-mode networking)
+            vm = self.bmcs[name].vm
+            nodes[name]["inband"] = {"address": "127.0.0.1", "port": vm.ssh_port, "console": vm.serial}
+        return {"ca_bundle": self.ca_bundle, "nodes": nodes}
 
     def write_map(self, path):
         """Write the node -> BMC URL and credentials map, mode 0600."""

@@ -76,6 +76,8 @@ def add_system(t, spec, state):
         "Actions": {"#ComputerSystem.Reset": {"target": S + "/Actions/ComputerSystem.Reset",
                                               "ResetType@Redfish.AllowableValues": RESET_TYPES}},
     }
+    if state.boot_progress is not None:
+        system["BootProgress"] = {"LastState": state.boot_progress}
     if manufacturer is None:
         del system["Manufacturer"]
     if model is None:

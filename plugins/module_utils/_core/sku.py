@@ -209,7 +209,11 @@ SKU_SCHEMA: Dict[str, Any] = {
             "type": "object", "additionalProperties": False, "required": ["image_uri", "method"],
             "properties": {"image_uri": {"type": "string"}, "sha256": _SHA256,
                            "method": {"enum": ["virtual_media", "pxe"]},
-                           "boot_timeout_s": {"type": "number", "minimum": 1}},
+                           "boot_timeout_s": {"type": "number", "minimum": 1},
+                           # what the runtime carries (/etc/symphony/build-id) and boots with: runtime_proof
+                           # compares both in-band (_provision/proof.py; images/runtime/build.sh writes them)
+                           "build_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"},
+                           "kernel_cmdline": {"type": "string"}},
         },
         "tunings": {
             "type": "object", "additionalProperties": False,

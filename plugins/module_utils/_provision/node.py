@@ -23,13 +23,15 @@ READ_SECTIONS = ("systems", "managers", "firmware", "bios", "capabilities")
 
 
 # --------------------------------------------------------------------------- the check graph
-def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = ()) -> CheckGraph:
+def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = (), prove_runtime: bool = True) -> CheckGraph:
     """The provisioning checks of one SKU, in strict order, with their dependencies.
 
     ``inventory_read`` -> ``firmware:<id>`` (out-of-band, chained in manifest order) ->
-    ``bios_settings`` -> ``runtime_boot`` -> ``firmware:<id>`` (in-band, chained) ->
+    ``bios_settings`` -> ``runtime_boot`` -> ``runtime_proof`` -> ``firmware:<id>`` (in-band, chained) ->
     ``tunings``; ``verify`` depends on every check but ``tunings``.  ``optional``: checks the gate
-    does not require.  Raises :class:`GateError` on a name the graph does not have.
+    does not require.  ``prove_runtime`` False (a runtime probe that cannot reach the node in-band): the
+    proof is not required and in-band work follows ``runtime_boot``.  Raises :class:`GateError` on a name the
+    graph does not have.
     """
     specs = [CheckSpec("inventory_read", (), True, "Redfish inventory (firmware, BIOS, capabilities) read")]
     prev = "inventory_read"
@@ -40,14 +42,17 @@ def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = ()) -> Ch
         prev = name
     specs.append(CheckSpec("bios_settings", (prev,), True, "BIOS attributes set through the settings object"))
     specs.append(CheckSpec("runtime_boot", ("bios_settings",), True, "booted into the ephemeral runtime when needed"))
-    prev = "runtime_boot"
+    # in-band firmware is applied only from a runtime proven to be the SKU's, RAM-only (proof.py)
+    specs.append(CheckSpec("runtime_proof", ("runtime_boot",), prove_runtime,
+                           "in-band: the pinned RAM-only runtime booted, nothing inherited from disk"))
+    prev = "runtime_proof" if prove_runtime else "runtime_boot"
     for comp in [c for c in fw if c["phase"] == "in_band"]:
         name = "firmware:%s" % comp["id"]
         specs.append(CheckSpec(name, (prev,), True, "%s at an accepted version (in-band)" % comp["id"]))
         prev = name
     specs.append(CheckSpec("tunings", ("runtime_boot",), True, "SKU tunings applied in-band"))
     # tunings are the OS's concern, judged on their own: verify re-reads firmware and BIOS only
-    specs.append(CheckSpec("verify", tuple(s.name for s in specs if s.name != "tunings"), True,
+    specs.append(CheckSpec("verify", tuple(s.name for s in specs if s.name != "tunings" and s.required), True,
                            "fresh re-read: every version and BIOS attribute as the manifest says"))
     graph = CheckGraph(STAGE, specs)
     return graph.with_required(optional) if optional else graph
@@ -61,9 +66,11 @@ class ProvisionSettings(BmcFleetSettings):
     ``image_dir``: local copies of the manifest images (file name = basename of ``image.uri``),
     each checked against the manifest sha256 before upload; ``image_base_url``: where the BMC
     fetches SimpleUpdate images from (default the manifest ``image.uri``); ``runtime_probe``:
-    how to tell the runtime answers: ``ssh`` (TCP 22 of the twin's in-band address),
+    how to tell the runtime answers: ``proof`` (in-band over ``launcher``: ``runtime_proof``), ``ssh`` (TCP 22 of
+    the twin's in-band address),
     ``emulator`` (the Redfish emulator's ``/_emulator/state`` boot state) or ``none``;
-    ``runtime_boot``: ``auto`` (only when a reset or in-band work is needed) or ``always``.
+    ``runtime_boot``: ``auto`` (only when a reset or in-band work is needed) or ``always``;
+    ``launcher``/``console_logs``: how ``runtime_proof`` reaches the runtime and reads a console (``proof.py``).
     """
 
     image_dir: Optional[str] = None
@@ -73,9 +80,15 @@ class ProvisionSettings(BmcFleetSettings):
     bmc_reboot_timeout_s: float = 900.0
     runtime_timeout_s: Optional[float] = None
     runtime_image_url: Optional[str] = None
+    # the runtime's boot-time config medium (images/runtime/config-medium.sh: SSH key, callback), VirtualMedia USB
+    runtime_config_url: Optional[str] = None
     runtime_probe: str = "ssh"
     runtime_boot: str = "auto"
     poll_s: float = 5.0
+    # how the runtime proof reaches the node in-band (an _host.launchers.SSHLauncher; None: not in-band here)
+    launcher: Any = None
+    # host -> the node's serial console capture (a console server's or the emulator's log file)
+    console_logs: Optional[dict[str, str]] = None
 
 
 class NodeRun:

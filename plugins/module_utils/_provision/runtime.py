@@ -17,19 +17,37 @@ from .._redfish.reader import reset_request
 from .node import NodeRun
 
 
-def _virtual_cd(nd: NodeRun) -> Optional[dict[str, Any]]:
+def _virtual_media(nd: NodeRun, kinds: tuple[str, ...], skip: Optional[str] = None) -> Optional[dict[str, Any]]:
+    """The first VirtualMedia member (but ``skip``) whose ``MediaTypes`` holds one of ``kinds`` (upper case)."""
     for coll in nd.inv.capabilities.get("virtual_media") or []:
         for m in nd.client.members(coll):
-            types = [str(t).upper() for t in m.get("MediaTypes") or []]
-            if "CD" in types or "DVD" in types:
+            if m.get("@odata.id") != skip and set(str(t).upper() for t in m.get("MediaTypes") or []) & set(kinds):
                 return m
     return None
+
+
+def _virtual_cd(nd: NodeRun) -> Optional[dict[str, Any]]:
+    return _virtual_media(nd, ("CD", "DVD"))
+
+
+def _insert(nd: NodeRun, member: dict[str, Any], image: str) -> None:
+    """Insert ``image`` into ``member``, ejecting another image first; nothing when it already holds it."""
+    actions = member.get("Actions") or {}
+    if member.get("Inserted") and member.get("Image") != image:
+        nd.post(actions["#VirtualMedia.EjectMedia"]["target"], {})
+    if not (member.get("Inserted") and member.get("Image") == image):
+        nd.post(actions["#VirtualMedia.InsertMedia"]["target"],
+                {"Image": image, "Inserted": True, "WriteProtected": True,
+                 "TransferProtocolType": urlsplit(image).scheme.upper() or None})
 
 
 def _runtime_up(nd: NodeRun, deadline: float) -> tuple[bool, str]:
     probe = nd.settings.runtime_probe
     if probe == "none":
         return True, "not waited for (runtime_probe none)"
+    if probe == "proof":
+        # runtime_proof waits for SSH itself, over the launcher, and judges what answers (proof.py)
+        return True, "SSH is awaited and proven by runtime_proof"
     while True:
         if probe == "emulator":
             state = (nd.client.get("/_emulator/state").get("boot_state") or {})
@@ -68,13 +86,16 @@ def runtime_boot(nd: NodeRun) -> Outcome:
         cd = _virtual_cd(nd)
         if cd is None:
             return failed("the BMC has no VirtualMedia CD/DVD device", "use runtime method pxe for this SKU")
-        actions = cd.get("Actions") or {}
-        if cd.get("Inserted") and cd.get("Image") != image:
-            nd.post(actions["#VirtualMedia.EjectMedia"]["target"], {})
-        if not (cd.get("Inserted") and cd.get("Image") == image):
-            nd.post(actions["#VirtualMedia.InsertMedia"]["target"],
-                    {"Image": image, "Inserted": True, "WriteProtected": True,
-                     "TransferProtocolType": urlsplit(image).scheme.upper() or None})
+        _insert(nd, cd, image)
+        config = nd.settings.runtime_config_url
+        if config:
+            # the controller's SSH key (and callback) for this boot: a second medium, never in the image
+            usb = _virtual_media(nd, ("USBSTICK",), skip=cd.get("@odata.id"))
+            if usb is None:
+                return failed("the BMC has no second VirtualMedia device for the runtime's config medium",
+                              "give the key on the kernel command line (PXE) or use a BMC with two media slots")
+            _insert(nd, usb, config)
+            evidence["config"] = config
         target = "Cd"
     else:
         target = "Pxe"
@@ -103,6 +124,10 @@ def eject_runtime(nd: NodeRun) -> Optional[str]:
         return None
     image = nd.settings.runtime_image_url or runtime.get("image_uri")
     cd = _virtual_cd(nd)
+    config = nd.settings.runtime_config_url
+    usb = _virtual_media(nd, ("USBSTICK",), skip=(cd or {}).get("@odata.id")) if config else None
+    if usb and usb.get("Inserted") and usb.get("Image") == config:
+        nd.post(usb["Actions"]["#VirtualMedia.EjectMedia"]["target"], {})
     if cd and cd.get("Inserted") and cd.get("Image") == image:
         nd.post(cd["Actions"]["#VirtualMedia.EjectMedia"]["target"], {})
         return image

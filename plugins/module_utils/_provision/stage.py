@@ -59,6 +59,7 @@ from .._fleet.client import bmc_client, close_quietly
 from .._fleet.endpoint import resolve_endpoint
 from .._fleet.nodes import twin_nodes_from_params
 from .._fleet.settings import fleet_settings_kwargs, require_credentials
+from .._host.launchers import launcher_from_params
 from .._redfish.errors import fault_of
 from .._redfish.reader import read_inventory
 from .._redfish.registries import MessageRegistries
@@ -66,6 +67,7 @@ from .bios import apply_bios
 from .firmware import apply_oob_firmware
 from .._core.fwplan import Step, build_plan, diff_of, format_plan
 from .node import READ_SECTIONS, STAGE, NodeRun, ProvisionSettings, check_graph
+from .proof import prove_boot
 from .runtime import eject_runtime, runtime_boot
 from .verify import fresh_diff, inband_outcome, verify
 
@@ -78,7 +80,7 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
     Never raises for the node's own problems: they end in its check results.
     """
     node, manifest = item["node"], item["manifest"]
-    graph = check_graph(manifest, settings.optional)
+    graph = check_graph(manifest, settings.optional, prove_runtime=settings.runtime_probe == "proof")
     client = bmc_client(item["endpoint"]["url"], item["entry"], settings, client_factory, registries=registries)
     nd = NodeRun(host, node, manifest, client, settings, None if check_mode else ledger, run_id, graph)
     out = {"endpoint": item["endpoint"], "writes": 0}
@@ -108,7 +110,8 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
                     if nd.plan else []:
                 nd.run(step.check, lambda s=step: apply_oob_firmware(nd, s))
             nd.run("bios_settings", lambda: apply_bios(nd, nd.plan.step("bios_settings")))
-            nd.run("runtime_boot", lambda: runtime_boot(nd))
+            boot = nd.run("runtime_boot", lambda: runtime_boot(nd))
+            nd.run("runtime_proof", lambda: prove_boot(nd, boot))
             if out.get("diff") and any(out["diff"]["before"].values()):
                 out["diff"] = fresh_diff(nd, out["diff"])
             for name in graph.order():
@@ -282,8 +285,11 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool = False) ->
         task_timeout_s=params.get("task_timeout_s") or 1800.0,
         bmc_reboot_timeout_s=params.get("bmc_reboot_timeout_s") or 900.0,
         runtime_timeout_s=params.get("runtime_timeout_s"), runtime_image_url=params.get("runtime_image_url"),
+        runtime_config_url=params.get("runtime_config_url"),
         runtime_probe=params.get("runtime_probe") or "ssh", runtime_boot=params.get("runtime_boot") or "auto",
-        poll_s=params.get("poll_s") or 5.0)
+        poll_s=params.get("poll_s") or 5.0,
+        launcher=launcher_from_params(params) if params.get("runtime_probe") == "proof" else None,
+        console_logs=params.get("console_logs"))
 
 
 def module_run(params: Mapping[str, Any], phase: str, check_mode: bool = False) -> dict[str, Any]:

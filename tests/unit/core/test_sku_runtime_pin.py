@@ -1,0 +1,33 @@
+"""The shipped SKUs' runtime sections: x86_64 SKUs pin the runtime this collection builds (build id, sha256, the
+kernel command line images/runtime/build.sh boots with); the aarch64 one pins no sha256 it could not have built."""
+
+import re
+
+import pytest
+
+from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
+
+
+@pytest.fixture(scope="module")
+def skus(repo_root):
+    return load_skus(str(repo_root / "skus"))
+
+
+def _build_cmdline(repo_root):
+    text = (repo_root / "images" / "runtime" / "build.sh").read_text()
+    return re.search(r'^CMDLINE="([^"]+)"', text, re.M).group(1)
+
+
+def test_x86_skus_pin_the_built_runtime(skus, repo_root):
+    x86 = {n: m["runtime"] for n, m in skus.items() if "x86_64" in m["runtime"]["image_uri"]}
+    assert len(x86) == 4
+    for name, rt in x86.items():
+        assert re.fullmatch(r"rt-[0-9a-f]{16}", rt["build_id"]), name
+        assert re.fullmatch(r"[0-9a-f]{64}", rt["sha256"]), name
+        assert rt["kernel_cmdline"] == _build_cmdline(repo_root), name
+    assert len({(rt["build_id"], rt["sha256"]) for rt in x86.values()}) == 1   # one image for every x86_64 SKU
+
+
+def test_the_aarch64_sku_pins_nothing_it_did_not_build(skus):
+    rt = skus["gb200_nvl_tray"]["runtime"]
+    assert "sha256" not in rt and "build_id" not in rt
