@@ -52,7 +52,7 @@ def _boot(fleet, hosts, iso, config, key, timeout_s=900):
             r = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=no",
                                 "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-i", key,
                                 "-p", str(inband[host]["inband"]["port"]), "root@127.0.0.1", "true"],
-                               capture_output=True, timeout=60)
+                               capture_output=True, timeout=60, check=False)
             if r.returncode == 0:
                 up[host] = time.monotonic() - started[host]
         if time.monotonic() - min(started.values()) > timeout_s:

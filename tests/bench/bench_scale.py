@@ -99,7 +99,7 @@ def fleet(server, n):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--fleet", type=int, default=int(os.environ.get("BENCH_SCALE_FLEET", "0")),
                         help="also run pre_deployment over this many emulated BMCs, one job vs sliced")
     args = parser.parse_args(argv)

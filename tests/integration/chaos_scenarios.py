@@ -338,7 +338,7 @@ def s_playbook_dies(work, base):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         with open(chaos.work / "orphaned.log", "w") as handle:
             shell = subprocess.Popen(["/bin/sh", "-c", "%s %s run %s; true" % (sys.executable, __file__,
-                                                                                 chaos.work / "orphaned.json")],
+                                                                               chaos.work / "orphaned.json")],
                                      stdout=handle, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not _leases(chaos, "orphaned"):

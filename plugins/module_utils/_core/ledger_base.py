@@ -239,7 +239,7 @@ class SQLLedger(Ledger):
     def _filters(pairs: Sequence[Tuple[str, Any]]) -> Tuple[str, List[Any]]:
         """``" AND column = ?"`` for each ``(column, value)`` whose value is not None, and those values."""
         used = [(column, value) for column, value in pairs if value is not None]
-        return "".join(" AND %s = ?" % column for column, _ in used), [value for _, value in used]
+        return "".join(" AND %s = ?" % column for column, _value in used), [value for _column, value in used]
 
     def current_results(self, node: Optional[str] = None, stage: Optional[str] = None) -> List[CheckResult]:
         cond, params = self._filters([("node", node), ("stage", stage)])

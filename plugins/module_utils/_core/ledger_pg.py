@@ -96,7 +96,7 @@ def connection_params(location: str, environ: Optional[Mapping[str, str]] = None
     """
     environ = os.environ if environ is None else environ
     parts = urllib.parse.urlsplit(location)
-    base, _, query_text = location.partition("?")
+    base, _sep, query_text = location.partition("?")
     # libpq's URIs are percent-encoded only: "+" is a plus sign there, not a space as in HTML forms
     query = urllib.parse.parse_qsl(query_text.replace("+", "%2B"), keep_blank_values=True)
     password_var = dict(query).get("password_env")

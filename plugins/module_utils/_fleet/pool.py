@@ -70,7 +70,7 @@ def split_by_key(jobs: Sequence[Job], shards: int) -> list[list[Job]]:
         target = sizes.index(min(sizes))
         owner[k] = target
         sizes[target] += len(members)
-    out: list[list[Job]] = [[] for _ in range(count)]
+    out: list[list[Job]] = [[] for _index in range(count)]
     for job in jobs:
         out[owner[job[2]]].append(job)
     return [shard for shard in out if shard]

@@ -67,10 +67,11 @@ def check_bmc_reachable(ctx: AuditContext) -> Outcome:
     ok, reason = ctx.obs.reachable if ctx.obs.reachable is not None else (False, "not attempted")
     url = ctx.obs.endpoint.get("url", "")
     if not ok:
-        return fault_blocked(ctx, "reachable", "TCP connect to %s" % url) or failed("BMC not reachable at %s: %s" % (url, reason),
-                      "check the BMC is powered (standby power), its management port link LED, the "
-                      "switch port and VLAN, and that %s answers from the controller" % url,
-                      observed={"url": url, "source": ctx.obs.endpoint.get("source")})
+        return fault_blocked(ctx, "reachable", "TCP connect to %s" % url) or failed(
+            "BMC not reachable at %s: %s" % (url, reason),
+            "check the BMC is powered (standby power), its management port link LED, the "
+            "switch port and VLAN, and that %s answers from the controller" % url,
+            observed={"url": url, "source": ctx.obs.endpoint.get("source")})
     return passed(observed={"url": url, "source": ctx.obs.endpoint.get("source")})
 
 
@@ -98,9 +99,10 @@ def validate_service_root(root: Any) -> list[str]:
 def check_service_root(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("service_root")
     if err:
-        return fault_blocked(ctx, "service_root", "GET /redfish/v1") or failed("GET /redfish/v1 failed: %s" % err,
-                      "the BMC answers TCP but its Redfish service does not: reset the BMC (ipmitool mc reset "
-                      "cold or the vendor UI), and update BMC firmware if it recurs")
+        return fault_blocked(ctx, "service_root", "GET /redfish/v1") or failed(
+            "GET /redfish/v1 failed: %s" % err,
+            "the BMC answers TCP but its Redfish service does not: reset the BMC (ipmitool mc reset "
+            "cold or the vendor UI), and update BMC firmware if it recurs")
     root = ctx.obs.service_root
     if root is None and ctx.obs.errors.get("login"):
         return passed(reason="the service root requires authentication; it answered, login decides")
@@ -118,9 +120,9 @@ def check_login(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("login")
     if err:
         return fault_blocked(ctx, "login", "the login") or failed("login failed: %s" % err,
-                      "check the BMC account in the vault/AWX credential; a new server may still have its "
-                      "factory password (label on the chassis pull-out tag); if the BMC reports too many "
-                      "sessions, wait for idle sessions to expire or reset the BMC")
+                                                                  "check the BMC account in the vault/AWX credential; a new server may still have its "
+                                                                  "factory password (label on the chassis pull-out tag); if the BMC reports too many "
+                                                                  "sessions, wait for idle sessions to expire or reset the BMC")
     if not ctx.obs.login:
         return failed("login was not attempted", "rerun the stage")
     return passed()
@@ -129,9 +131,10 @@ def check_login(ctx: AuditContext) -> Outcome:
 def check_inventory_read(ctx: AuditContext) -> Outcome:
     err = ctx.obs.errors.get("inventory")
     if err:
-        return fault_blocked(ctx, "inventory", "reading the Redfish inventory") or failed("reading the Redfish inventory failed: %s" % err,
-                      "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset) and check its "
-                      "firmware version against the SKU")
+        return fault_blocked(ctx, "inventory", "reading the Redfish inventory") or failed(
+            "reading the Redfish inventory failed: %s" % err,
+            "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset) and check its "
+            "firmware version against the SKU")
     inv = ctx.inv
     if inv is None:
         return failed("no inventory was read", "rerun the stage")

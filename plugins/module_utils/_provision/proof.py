@@ -75,7 +75,7 @@ def judge(output: str, runtime: Mapping[str, Any]) -> tuple[list[str], dict[str,
     except (KeyError, ValueError, AttributeError, TypeError) as exc:
         return ["the probe's findmnt/lsblk JSON did not parse: %s" % exc], {"raw": output[-2000:]}
     disks = sorted("%s on %s" % (m.get("source"), m.get("target")) for m in mounts
-                   if devices.get(str(m.get("source") or "").split("[")[0]) in _DISK_TYPES)
+                   if devices.get(str(m.get("source") or "").split("[", maxsplit=1)[0]) in _DISK_TYPES)
     found = {"root": {"source": root.get("source"), "fstype": root.get("fstype")}, "disk_mounts": disks,
              "build_id": f.get("build_id"), "cmdline": f.get("cmdline"), "disk_marker": f.get("marker")}
     problems = []

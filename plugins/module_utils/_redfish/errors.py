@@ -47,7 +47,8 @@ class RedfishConnectionError(RedfishError):
 class RedfishControllerError(RedfishConnectionError):
     """The controller could not talk to the BMC for a reason of its own: :data:`FAULT_CONTROLLER`.
 
-    ``cause``: a key of :data:`CONTROLLER_REMEDIES` (``tls_trust``, ``ca_file``, ``dns``); ``remedy``: what the operator changes on the controller (default: the cause's remedy).
+    ``cause``: a key of :data:`CONTROLLER_REMEDIES` (``tls_trust``, ``ca_file``, ``dns``); ``remedy``: what the
+    operator changes on the controller (default: the cause's remedy).
     Keyword-only, as community.crypto's ``_acme/errors.py`` builds its errors.
     """
 

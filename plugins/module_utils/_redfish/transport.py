@@ -197,7 +197,6 @@ def _not_sent(cause: Optional[BaseException]) -> bool:
     return False
 
 
-
 class Transport:
     """The base of ``RedfishClient``: settings, the connector, counters, and :meth:`_send` with the retry policy.
 

@@ -90,7 +90,7 @@ def nvidia_smi_stream(interval_ms, emit):
 def amd_reader():
     if shutil.which("amd-smi"):
         def read():
-            text = subprocess.run(["amd-smi", "metric", "--json"], capture_output=True, text=True, timeout=30).stdout
+            text = subprocess.run(["amd-smi", "metric", "--json"], capture_output=True, text=True, timeout=30, check=False).stdout
             doc = json.loads(text[min(i for i in (text.find("["), text.find("{")) if i >= 0):])
             gpus = doc.get("gpu_data", []) if isinstance(doc, dict) else doc
 
@@ -111,7 +111,7 @@ def amd_reader():
     if shutil.which("rocm-smi"):
         def read():
             text = subprocess.run(["rocm-smi", "--showtemp", "--showpower", "--showgpuclocks", "--json"],
-                                  capture_output=True, text=True, timeout=30).stdout
+                                  capture_output=True, text=True, timeout=30, check=False).stdout
             doc = json.loads(text[text.find("{"):])
             out = []
             for card, fields in sorted(doc.items()):
@@ -139,6 +139,13 @@ def lab_reader(path, node):
     return "lab (injected values from %s)" % path, read
 
 
+def _on_sigterm(*_args):
+    # the job step ends: stop the streaming tool (nvidia-smi -lms) first, then leave
+    for stop in STOP:
+        stop()
+    sys.exit(0)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -148,7 +155,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     os.makedirs(args.out, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda *_a: [stop() for stop in STOP] or sys.exit(0))
+    signal.signal(signal.SIGTERM, _on_sigterm)
     status_path = os.path.join(args.out, "%s.status.json" % node)
     tried, source, read = [], None, None
     candidates = [lambda: lab_reader(args.lab_source, node)] if args.lab_source else [nvml_reader, amd_reader]

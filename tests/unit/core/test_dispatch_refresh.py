@@ -49,7 +49,7 @@ def test_the_refresh_writes_every_stages_open_problems(repo_root, tmp_path):
     ledger = open_ledger(ledger_path)
     graph = g.CheckGraph("burn_in", [g.CheckSpec("fio_seq_read")])
     results = graph.run("n1", "bi1", {"fio_seq_read": lambda c: g.failed("fio read 971 MB/s, floor 5500 MB/s",
-                                                                          "replace the NVMe drive")})
+                                                                         "replace the NVMe drive")})
     ledger.record_results(results)
     ledger.record_gate(g.compute_gate(graph, results), "bi1")
     ledger.close()
@@ -76,7 +76,7 @@ def test_concurrent_refreshes_never_collide(tmp_path):
 
     def write(i):
         try:
-            for _ in range(25):
+            for _attempt in range(25):
                 write_rows(str(tmp_path), "dispatch-latest", [], writer=i)
         except ReportError as exc:  # the race: the other writer's replace took the shared temporary file
             errors.append(exc)

@@ -77,7 +77,7 @@ def _make_old(location, version):
         db.commit()
         db.close()
         return "sqlite:///" + location
-    params, _ = _ledger_pg.connection_params(location)
+    params, _password = _ledger_pg.connection_params(location)
     with psycopg.connect(autocommit=True, **params) as conn:
         for script in _ledger_pg.MIGRATIONS[:version] if known else []:
             for statement in script.split(";"):

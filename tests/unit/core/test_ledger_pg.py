@@ -22,8 +22,8 @@ def test_password_from_the_environment_never_the_url():
     params, secrets = _pg.connection_params(URL, {"SYMPHONY_LEDGER_PASSWORD": "s3cret-ledger"})
     assert params["password"] == "s3cret-ledger" and "s3cret-ledger" in secrets
     # a named variable (password_env, ours) wins and is not passed on to libpq
-    params, _ = _pg.connection_params(URL + "?password_env=AWX_LEDGER_PW",
-                                      {"AWX_LEDGER_PW": "from-awx", "SYMPHONY_LEDGER_PASSWORD": "other"})
+    params, _password = _pg.connection_params(URL + "?password_env=AWX_LEDGER_PW",
+                                              {"AWX_LEDGER_PW": "from-awx", "SYMPHONY_LEDGER_PASSWORD": "other"})
     assert params["password"] == "from-awx" and "password_env" not in params
     with pytest.raises(LedgerError, match="password_env names AWX_LEDGER_PW, which is not set"):
         _pg.connection_params(URL + "?password_env=AWX_LEDGER_PW", {})
@@ -33,7 +33,7 @@ def test_password_from_the_environment_never_the_url():
 
 def test_tls_is_verified_by_default_and_options_pass_through():
     assert _pg.connection_params(URL, {})[0]["sslmode"] == "verify-full"
-    params, _ = _pg.connection_params(URL + "?sslmode=verify-ca&sslrootcert=/etc/pki/ledger-ca.pem", {})
+    params, _password = _pg.connection_params(URL + "?sslmode=verify-ca&sslrootcert=/etc/pki/ledger-ca.pem", {})
     assert (params["sslmode"], params["sslrootcert"]) == ("verify-ca", "/etc/pki/ledger-ca.pem")
     assert "sslmode" not in _pg.connection_params(URL, {"PGSSLMODE": "require"})[0]  # libpq reads PGSSLMODE itself
     # a unix socket is local: no TLS to verify
@@ -42,8 +42,8 @@ def test_tls_is_verified_by_default_and_options_pass_through():
 
 def test_query_values_keep_their_spaces_and_plus_signs():
     """libpq URIs are percent-encoded (RFC 3986): %20 is a space, "+" is a plus; two -c settings stay two."""
-    params, _ = _pg.connection_params(URL + "?options=-csearch_path%3Dt1%20-csynchronous_commit%3Doff"
-                                            "&application_name=a+b&password_env=PW", {"PW": "x"})
+    params, _password = _pg.connection_params(URL + "?options=-csearch_path%3Dt1%20-csynchronous_commit%3Doff"
+                                              "&application_name=a+b&password_env=PW", {"PW": "x"})
     assert params["options"] == "-csearch_path=t1 -csynchronous_commit=off"
     assert params["application_name"] == "a+b"
 

@@ -76,7 +76,7 @@ def test_insert_override_once_and_reset_boot_the_cd_then_the_disk(make_bmc, tmp_
     assert c.post(bmc.spec.S + "/Actions/ComputerSystem.Reset", {"ResetType": "On"}).status == 204
     sets = [(a["path"].rsplit("/", 1)[-1], a["value"]) for cmd, a in guest.calls if cmd == "qom-set"]
     assert sets == [("vdisk0", 9), ("cdrom0", 8), ("cdrom0", 0), ("vdisk0", 1)]   # the CD first for this boot
-    assert [cmd for cmd, _ in guest.calls][-3:] == ["system_reset", "query-status", "cont"]
+    assert [cmd for cmd, _args in guest.calls][-3:] == ["system_reset", "query-status", "cont"]
     assert bmc.tree[bmc.spec.S]["PowerState"] == "On"
     # Once: the next reset boots the disk again
     guest.calls.clear()

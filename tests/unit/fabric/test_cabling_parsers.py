@@ -185,4 +185,4 @@ def test_lldp_recorded_lldpd_1_0_16_shapes():
     assert one == zero and [(r["iface"], r["chassis_name"], r["port_id"]) for r in one] == [("rail0", "leafX", "swp1")]
     two = L.parse_lldp_neighbors(_recorded("lldpcli-1.0.16-json-two-neighbours.json"))
     assert [(r["iface"], r["chassis_name"], r["port_id_type"]) for r in two] == [("swp1", "hostA", "ifname"),
-                                                                                  ("swp2", "hostA", "ifname")]
+                                                                                 ("swp2", "hostA", "ifname")]

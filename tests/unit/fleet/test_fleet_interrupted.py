@@ -42,7 +42,7 @@ def test_a_module_whose_playbook_died_starts_no_further_node(tmp_path):
     (tmp_path / "module.py").write_text(MODULE)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     shell = subprocess.Popen(["/bin/sh", "-c", "%s %s %s %s; true" % (sys.executable, tmp_path / "module.py", ledger,
-                                                                       tmp_path)], env=env, start_new_session=True)
+                                                                      tmp_path)], env=env, start_new_session=True)
     deadline = time.monotonic() + 60
     while not (tmp_path / "n1.started").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -35,7 +35,7 @@ def test_processes_give_the_same_outcomes_and_keep_one_bmc_in_one_process():
     items = [("n%02d" % i, {"n": i, "bmc": "bmc-%d" % (i % 4), "raise": i == 7}) for i in range(24)]
     one = run_batch(items, _work, workers=8, key=lambda it: it["bmc"], processes=1)
     many = run_batch(items, _work, workers=8, key=lambda it: it["bmc"], processes=3)
-    assert list(many) == list(one) == [h for h, _ in items]
+    assert list(many) == list(one) == [h for h, _item in items]
     for host in one:
         assert many[host].ok == one[host].ok
         assert {k: v for k, v in (many[host].value or {}).items() if k != "pid"} == \
@@ -71,7 +71,7 @@ def test_a_killed_worker_ends_its_unfinished_nodes_lost_never_missing():
     items = [("n%02d" % i, i) for i in range(8)]
     done = []
     out = run_batch(items, _dies_on_n03, workers=2, processes=2, on_done=done.append)
-    assert list(out) == [h for h, _ in items] and sorted(o.host for o in done) == sorted(out)
+    assert list(out) == [h for h, _item in items] and sorted(o.host for o in done) == sorted(out)
     lost = [h for h, o in out.items() if worker_lost(o)]
     assert "n03" in lost
     assert all(o.value == "read " + h for h, o in out.items() if h not in lost)

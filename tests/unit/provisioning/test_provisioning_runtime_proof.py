@@ -31,8 +31,9 @@ BLK = {"blockdevices": [{"name": "/dev/sr0", "type": "rom"},
 CMDLINE = "BOOT_IMAGE=/boot/vmlinuz console=tty0 console=ttyS0,115200 panic=30 symphony.runtime=1 initrd=/boot/initrd.zst"
 
 
-def answer(root=RAM_ROOT, mounts=RAM_MOUNTS, blk=BLK, build_id="rt-0123456789abcdef", cmdline=CMDLINE,
+def answer(root=None, mounts=None, blk=None, build_id="rt-0123456789abcdef", cmdline=CMDLINE,
            marker="absent", end=True):
+    root, mounts, blk = root or RAM_ROOT, mounts or RAM_MOUNTS, blk or BLK
     lines = ["root=" + json.dumps(root, indent=3).replace("\n", ""), "mounts=" + json.dumps(mounts).replace("\n", ""),
              "blk=" + json.dumps(blk, indent=3).replace("\n", ""), "build_id=" + build_id, "cmdline=" + cmdline,
              "marker=" + marker]
@@ -58,26 +59,27 @@ def test_a_node_on_its_old_disk_fails_with_what_was_found():
 
 def test_a_partition_mounted_beside_a_ram_root_fails():
     mounts = {"filesystems": RAM_MOUNTS["filesystems"] + [{"target": "/mnt", "source": "/dev/vda1", "fstype": "ext4"}]}
-    problems, _ = proof.judge(answer(mounts=mounts), RUNTIME)
+    problems, _evidence = proof.judge(answer(mounts=mounts), RUNTIME)
     assert problems == ["local disk mounted: /dev/vda1 on /mnt"]
 
 
 def test_a_different_kernel_command_line_fails_but_loader_and_boot_config_words_do_not():
-    ok, _ = proof.judge(answer(cmdline=CMDLINE + " symphony.ssh_key=c3NoLWVkMjU1MTkgQUFBQQ== symphony.callback=http://x/"),
-                        RUNTIME)
+    ok, _evidence = proof.judge(answer(cmdline=CMDLINE + " symphony.ssh_key=c3NoLWVkMjU1MTkgQUFBQQ== symphony.callback=http://x/"),
+                                RUNTIME)
     assert ok == []
-    problems, _ = proof.judge(answer(cmdline=CMDLINE.replace("panic=30", "panic=30 init=/bin/sh")), RUNTIME)
+    problems, _evidence = proof.judge(answer(cmdline=CMDLINE.replace("panic=30", "panic=30 init=/bin/sh")), RUNTIME)
     assert len(problems) == 1 and problems[0].startswith("kernel command line")
 
 
 @pytest.mark.parametrize("text", ["", answer(end=False), answer().replace('"filesystems"', '"filesys')])
 def test_an_incomplete_or_garbled_answer_is_never_a_pass(text):
-    problems, _ = proof.judge(text, RUNTIME)
+    problems, _evidence = proof.judge(text, RUNTIME)
     assert problems
 
 
 # ---------------------------------------------------------------- the check over a launcher
-def _nd(runtime=RUNTIME, launcher=None, probe="proof"):
+def _nd(runtime=None, launcher=None, probe="proof"):
+    runtime = runtime or RUNTIME
     settings = ProvisionSettings(username="u", password="p", poll_s=0.01, runtime_probe=probe, launcher=launcher)
     client = SimpleNamespace(get=lambda uri: {"BootProgress": {"LastState": "OSBootStarted"}})
     return SimpleNamespace(host="gpu-1", manifest={"runtime": runtime}, settings=settings, client=client,
