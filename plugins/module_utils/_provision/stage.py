@@ -283,7 +283,6 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool = False) ->
         image_dir=params.get("image_dir"),
         image_base_url=params.get("image_base_url"), allow_downgrade=bool(params.get("allow_downgrade")),
         task_timeout_s=params.get("task_timeout_s") or 1800.0,
-        bmc_reboot_timeout_s=params.get("bmc_reboot_timeout_s") or 900.0,
         runtime_timeout_s=params.get("runtime_timeout_s"), runtime_image_url=params.get("runtime_image_url"),
         runtime_config_url=params.get("runtime_config_url"),
         runtime_probe=params.get("runtime_probe") or "ssh", runtime_boot=params.get("runtime_boot") or "auto",

@@ -151,3 +151,16 @@ def test_one_gate_row_per_node_per_run_when_the_bmc_cannot_be_read(fleet):
     rows = ledger._query("SELECT node, run_id FROM gates ORDER BY node")
     ledger.close()
     assert rows == [("pv-u06", oob["run_id"]), ("pv-u10", oob["run_id"])]
+
+
+@pytest.mark.parametrize("module_name", ["firmware_reconcile", "firmware_plan"])
+def test_settings_build_from_every_default_of_the_modules_argument_spec(module_name):
+    # A merge once passed bmc_reboot_timeout_s twice (the connection spec and the stage): every module run failed
+    # with "got multiple values", and no test built the settings the way the module does.
+    import importlib
+    from ansible_collections.symphony.cluster.plugins.module_utils._provision.stage import settings_from_params
+    spec = importlib.import_module("ansible_collections.symphony.cluster.plugins.modules.%s" % module_name).ARGUMENT_SPEC
+    params = {key: opt.get("default") for key, opt in spec.items()}
+    params.update(sku_dir="skus", username="admin", password="x")
+    settings = settings_from_params(params, check_mode=True)
+    assert settings.bmc_reboot_timeout_s == spec["bmc_reboot_timeout_s"]["default"] > 0
