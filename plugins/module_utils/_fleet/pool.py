@@ -24,6 +24,7 @@ import os
 import pickle
 import signal
 import threading
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional, Sequence
 
@@ -97,8 +98,8 @@ def _child(shard: list[Job], run_shard: Callable[[list[Job], Callable[[Any], Non
         def send(outcome: Any) -> None:
             try:
                 data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # pylint: disable=broad-except
-                # the message names the type that would not pickle, never the value (it may hold a secret)
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                # what pickle raises for a value it cannot serialise; the message names the type that would not pickle, never the value (it may hold a secret)
                 data = pickle.dumps(type(outcome)(outcome.host, False, error={
                     "error": WORKER_LOST, "where": outcome.host,
                     "msg": "the node's result could not be passed back from its worker process (%s)"
@@ -109,7 +110,9 @@ def _child(shard: list[Job], run_shard: Callable[[list[Job], Callable[[Any], Non
         run_shard(shard, send)
         code = 0
     except BaseException:  # pylint: disable=broad-except
-        # whatever happened, the parent sees the pipe close and ends this shard's unsent hosts as lost
+        # whatever happened, the parent sees the pipe close and ends this shard's unsent hosts as lost; the
+        # traceback goes to the child's stderr (the module's), so what failed is not lost
+        traceback.print_exc()
         code = 70
     finally:
         os._exit(code)

@@ -290,7 +290,7 @@ class Transport:
         if body is None:
             try:
                 text = rsp.text or ""
-            except Exception:  # noqa: BLE001 - an undecodable body is shown as empty
+            except (UnicodeDecodeError, LookupError):  # a body in an undecodable or unknown charset is shown as empty
                 text = ""
         location = rsp.headers.get("Location")
         if location:
