@@ -33,6 +33,14 @@ options:
       - Default one per core the controller may use, or the E(SYMPHONY_FLEET_PROCESSES) environment variable.
       - A node whose worker process dies is reported C(blocked) with the reason, never passed.
     type: int
+  lease_wait_s:
+    description:
+      - Seconds to wait for a node that another run holds (its lease in the ledger) before this run stops for that
+        node with the holder's run id, host and pid; the node is then neither touched nor judged by this run.
+      - A relaunch right after a cancelled or killed job finds that job's module finishing the nodes it was on;
+        the wait lets it take them over. V(0) stops at once.
+    type: float
+    default: 120
 """
 
     TWIN_BATCH = r"""

@@ -30,7 +30,9 @@ def test_generated_bmc_passes_the_dmtf_service_validator(shared, tmp_path):
                       {"kind": "gpu_hot", "index": 4, "temp_c": 95}, {"kind": "missing_dimm", "index": 3}]}
     with Fleet(twin, http=True, hosts=[host], defects=defects) as fleet:
         node = fleet.nodes[host]
-        run = subprocess.run([validator, "--rhost", node.url, "--user", node.username, "--password", node.password,
+        run = subprocess.run([validator, "--rhost", node.url,
+                              # "=" form: a generated password may start with "-", which argparse reads as an option
+                              f"--user={node.username}", f"--password={node.password}",
                               "--authtype", "Session", "--skipschema",
                               "--schema_directory", str(shared / "reference" / "redfish-csdl"),
                               "--logdir", str(tmp_path),

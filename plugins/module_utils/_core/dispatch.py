@@ -44,11 +44,48 @@ def gate_rows(twin: Mapping[str, Any], host: str, stage: str, failing: Iterable[
         if any(_fault(r) == FAULT_CONTROLLER for r in results.values()):
             return []
         root = [r for r in picked if _fault(r)]
-    return [{"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"), "hostname": host,
-             "serial": twin.get("serial"), "stage": stage, "check": r["check"], "reason": r["reason"],
-             "remediation": r["remediation"] or ("rerun the stage once %s" % r["reason"]
-                                                 if r["status"] == "not_run" else "see the reason")}
-            for r in root or picked]
+    label = {"site": twin.get("site"), "rack": twin.get("rack"), "u": twin.get("u"), "serial": twin.get("serial")}
+    rows = []
+    for r in root or picked:
+        acts = (r.get("evidence") or {}).get("actions") if r["status"] == "fail" else None
+        if acts:
+            rows.extend(_action_rows(label, host, stage, r, acts))
+            continue
+        rows.append(dict(label, hostname=host, stage=stage, check=r["check"], reason=r["reason"],
+                         remediation=r["remediation"] or ("rerun the stage once %s" % r["reason"]
+                                                          if r["status"] == "not_run" else "see the reason")))
+    return rows
+
+
+def _action_rows(label: Mapping[str, Any], host: str, stage: str, result: Mapping[str, Any],
+                 acts: Iterable[Mapping[str, Any]]) -> list[Row]:
+    """One row per technician action a check's evidence lists (``{hosts, ports, kind, action}``, the cabling
+    check's): an action across two nodes (a swapped pair) is named ``"a <-> b"`` and is the same row from both
+    nodes' results, which :func:`merge_rows` keeps once.  A failed NVLink domain has no cable action: its own row."""
+    rows = [dict(label, hostname=" <-> ".join(a.get("hosts") or [host]), stage=stage, check=result["check"],
+                 reason="%s: %s" % (a.get("kind") or "check", ", ".join(a.get("ports") or [])),
+                 remediation=a["action"]) for a in acts]
+    domain = (result.get("evidence") or {}).get("nvlink_domain") or {}
+    if domain.get("status") == "fail":
+        rows.append(dict(label, hostname=host, stage=stage, check=result["check"],
+                         reason="NVLink domain: %s" % domain.get("reason"),
+                         remediation="check the node's NVLink domain (cluster UUID, clique id) against the twin's "
+                                     "nvlink_domain; rerun the cabling check"))
+    return rows
+
+
+def merge_rows(rows: list[Row]) -> list[Row]:
+    """``rows`` in :func:`sort_rows` order with each (hostname, stage, check, reason, remediation) kept once: the
+    first in rack walk order, so an action that spans two nodes (a cable swap) is one row labelled at the
+    first node.  Returns a new list."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for row in sort_rows(rows):
+        key = (row["hostname"], row["stage"], row["check"], row["reason"], row["remediation"])
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
 
 
 def _fault(result: Mapping[str, Any]) -> Optional[str]:
@@ -70,7 +107,7 @@ def dispatch_list(ledger: Any, nodes: Optional[Mapping[str, Mapping[str, Any]]] 
     For each node and stage whose current gate did not pass, :func:`gate_rows`; then the fabric links burn-in
     convicted.  A check that failed without closing its gate (optional in the profile, waived) is not dispatched.
     ``nodes``: ``{hostname: twin node}`` for the site/rack/U/serial labels (missing ones stay empty).  Rows have
-    :data:`DISPATCH_FIELDS`, in :func:`sort_rows` order.  ``results``/``gates``: already-read
+    :data:`DISPATCH_FIELDS`, in :func:`sort_rows` order, each once (:func:`merge_rows`).  ``results``/``gates``: already-read
     ``current_results()``/``current_gates()`` of ``ledger``.
     """
     nodes = nodes or {}
@@ -86,7 +123,7 @@ def dispatch_list(ledger: Any, nodes: Optional[Mapping[str, Mapping[str, Any]]] 
                 rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing,
                                       by_key.get((host, stage), {})))
     rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
-    return sort_rows(rows)
+    return merge_rows(rows)
 
 
 def write_rows(directory: str, name: str, rows: list[Row], **doc: Any) -> dict[str, str]:
@@ -177,7 +214,7 @@ def dispatch_rows(nodes: Mapping[str, Mapping[str, Any]], outcomes: Mapping[str,
         if gate["status"] != PASS:
             rows.extend(gate_rows(nodes.get(host, {}), host, stage, gate.get("failing") or [],
                                   {r["check"]: r for r in out["results"]}))
-    return sort_rows(rows)
+    return merge_rows(rows)
 
 
 def write_dispatch(rows: list[Row], directory: str, run_id: str, stage: str, latest: bool = True) -> dict[str, str]:

@@ -32,6 +32,12 @@ from .ledger import Ledger, open_ledger
 # free again within minutes.
 DEFAULT_TTL_S = 120.0
 
+# Seconds a stage waits for a node another run holds before it stops for that node.  A relaunch right after a
+# cancel (AWX's cancel, a SIGKILLed playbook) finds the dead job's module still finishing the nodes it was on; it
+# stops within one node's work, so the relaunch waits for it instead of leaving the node unjudged.  As long as a
+# vanished holder's lease lives (:data:`DEFAULT_TTL_S`).
+DEFAULT_LEASE_WAIT_S = DEFAULT_TTL_S
+
 
 def holder_words(lease: Dict[str, Any], now: Optional[float] = None) -> str:
     """``run R on host H pid P (stage S), heartbeat Ns ago, expires in Ms`` for a lease row."""
@@ -57,7 +63,39 @@ def ancestors(levels: int = 3) -> List[int]:
     return out
 
 
-class NodeLeases:
+class OrphanWatch:
+    """Tells a process whether the playbook that started its run is gone: :meth:`orphaned`, and the error of a
+    node not started because of it, :meth:`interrupted_error`.  ``parent_pid``: the parent this process had when
+    the run began; ``ancestors``: further pids that must stay alive (the AnsiballZ shell, Ansible's worker, and
+    for a forked worker process the module process itself)."""
+
+    def __init__(self, run_id: str, parent_pid: int, watched: Sequence[int]) -> None:
+        self.run_id = run_id
+        self.parent_pid = parent_pid
+        self.ancestors = list(watched)
+
+    def orphaned(self) -> bool:
+        """True once the playbook that started this process is gone: the parent pid changed (the kernel hands an
+        orphan to init or a subreaper) or a recorded ancestor (the AnsiballZ shell, Ansible's worker) exited."""
+        if os.getppid() != self.parent_pid:
+            return True
+        for pid in self.ancestors:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:  # alive, another user's
+                continue
+        return False
+
+    def interrupted_error(self, node: str) -> InterruptedRunError:
+        """The error of a node this run did not start because its playbook died (run id, pid in ``details``)."""
+        return InterruptedRunError("run %s (pid %d) stopped before %s: the playbook that started it is gone; rerun "
+                                   "the stage" % (self.run_id, os.getpid(), node), where=node,
+                                   details={"run_id": self.run_id, "pid": os.getpid()})
+
+
+class NodeLeases(OrphanWatch):
     """The leases of one run: :meth:`acquire` nodes, a heartbeat thread while in ``with``, release on exit.
 
     ``location``: the ledger (``open_ledger``'s argument); ``run_id``/``stage``: this run; ``ttl_s``: lease life
@@ -74,8 +112,7 @@ class NodeLeases:
                                        "stage": stage}
         self.ttl_s, self.wait_s, self.poll_s = float(ttl_s), float(wait_s), float(poll_s)
         self.clock, self.sleep = clock, sleep
-        self.parent_pid = os.getppid()
-        self.ancestors = ancestors()
+        super().__init__(run_id, os.getppid(), ancestors())
         self.held: List[str] = []
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -103,25 +140,11 @@ class NodeLeases:
                                  % (node, holder_words(taken[node])), where=node, details=dict(taken[node]))
                 for node in wanted}
 
-    def orphaned(self) -> bool:
-        """True once the playbook that started this process is gone: the parent pid changed (the kernel hands an
-        orphan to init or a subreaper) or a recorded ancestor (the AnsiballZ shell, Ansible's worker) exited."""
-        if os.getppid() != self.parent_pid:
-            return True
-        for pid in self.ancestors:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:  # alive, another user's
-                continue
-        return False
-
-    def interrupted_error(self, node: str) -> InterruptedRunError:
-        """The error of a node this run did not start because its playbook died (run id, pid in ``details``)."""
-        return InterruptedRunError("run %s (pid %d) stopped before %s: the playbook that started it is gone; rerun "
-                                   "the stage" % (self.run_id, os.getpid(), node), where=node,
-                                   details={"run_id": self.run_id, "pid": os.getpid()})
+    def child_watch(self) -> OrphanWatch:
+        """The :class:`OrphanWatch` for a process this one forks: its parent is this process, which must stay
+        alive, and so must this process's parent and ancestors (a worker process of a SIGKILLed module, or of an
+        orphaned one, stops starting nodes like the module would)."""
+        return OrphanWatch(self.run_id, os.getpid(), [self.parent_pid] + self.ancestors)
 
     def record_interrupted(self, nodes: Sequence[str]) -> None:
         """Record an ``interrupted`` ledger event for each of ``nodes`` (not started; no result, no gate)."""

@@ -44,7 +44,10 @@ def _node_result(host: str, ports: List[Dict[str, Any]], domain: Optional[Dict[s
     if domain is not None:
         (failing if domain["status"] == FAIL else unjudged if domain["status"] == NOT_RUN else []).append(
             "NVLink domain: %s" % domain["reason"])
-    evidence = {"ports": rows, "sources": sources}
+    # the technician's actions on this node, one each (a swap across two nodes is one action of both): the
+    # dispatch list makes one row per action, so such a swap is one row, not one per node
+    evidence: Dict[str, Any] = {"ports": rows, "sources": sources,
+                                "actions": [dict(a, hosts=list(a["hosts"]), ports=list(a["ports"])) for a in node_actions]}
     if domain is not None:
         evidence["nvlink_domain"] = {"status": domain["status"], "reason": domain["reason"],
                                      "found": list(domain["key"]) if domain["key"] else None}

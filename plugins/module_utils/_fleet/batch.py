@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Optional
 
 from .._core.errors import SymphonyError, ValidationError
-from .._core.leases import NodeLeases
+from .._core.leases import DEFAULT_LEASE_WAIT_S, NodeLeases, OrphanWatch
 from .._redfish.argspec import bmc_connection_argument_spec
 from .pool import WORKER_LOST, can_fork, default_processes, split_by_key, start_shards
 
@@ -105,8 +105,12 @@ def run_batch(items: Iterable[tuple[str, Any]], work: Callable[[str, Any], Any],
     if len(shards) > 1:
         threads = max(1, -(-int(workers) // len(shards)))
 
+        # a child's parent is this module process, not the playbook: it watches both, and stops starting hosts
+        # once either is gone (a SIGKILLed module would otherwise leave its children driving BMCs)
+        watch = leases.child_watch() if leases is not None else None
+
         def run_shard(shard: list[tuple[str, Any, Hashable]], send: Callable[[HostOutcome], None]) -> None:
-            _run_threads(shard, work, threads, per_key, send, clock, {})
+            _run_threads(shard, work, threads, per_key, send, clock, {}, watch)
 
         # forked before the lease heartbeat starts: a child holds a copy of every lock as it was at the fork
         forked = start_shards(shards, run_shard)
@@ -129,11 +133,11 @@ def _record_interrupted(leases: Optional[NodeLeases], results: dict[str, HostOut
 
 def _run_threads(jobs: list[tuple[str, Any, Hashable]], work: Callable[[str, Any], Any], workers: int, per_key: int,
                  on_done: Callable[[HostOutcome], None], clock: Callable[[], float],
-                 results: dict[str, HostOutcome], leases: Optional[NodeLeases] = None) -> None:
+                 results: dict[str, HostOutcome], leases: Optional[OrphanWatch] = None) -> None:
     """:func:`run_batch`'s thread pool over ``jobs`` (``(host, item, key)``), outcomes into ``results``.
 
-    ``leases`` is checked for an orphaned run between hosts; forked shards get None: their parent is this module
-    process, not the playbook, and the parent stops starting hosts itself."""
+    ``leases`` (a :class:`NodeLeases`, or in a forked shard its :meth:`NodeLeases.child_watch`) is checked for an
+    orphaned run between hosts."""
     pending = deque(jobs)
     running: dict[Hashable, int] = {}
     lock = threading.Condition()
@@ -207,7 +211,8 @@ def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS)
     ``symphony.cluster.fleet``).
 
     Returns a new dict: the one BMC connection spec (``_redfish.argspec.bmc_connection_argument_spec``),
-    ``bmc_map``, ``workers`` (default ``workers`` threads) and ``processes`` (default None: one per core), with ``twin_batch`` also
+    ``bmc_map``, ``workers`` (default ``workers`` threads), ``processes`` (default None: one per core) and
+    ``lease_wait_s`` (:data:`_core.leases.DEFAULT_LEASE_WAIT_S`), with ``twin_batch`` also
     ``nodes``/``twin``/``hosts``/``sku_dir``/``max_concurrency``/``per_bmc``/``registry_dir`` (fragment
     ``symphony.cluster.fleet.TWIN_BATCH``), then the module's own ``options`` (name -> spec), which may
     not redefine a shared one.  Raises :class:`ValueError` if one does.
@@ -216,6 +221,7 @@ def fleet_argument_spec(options=None, twin_batch=False, workers=DEFAULT_WORKERS)
     spec["bmc_map"] = {"type": "path"}
     spec["workers"] = {"type": "int", "default": workers}
     spec["processes"] = {"type": "int"}
+    spec["lease_wait_s"] = {"type": "float", "default": DEFAULT_LEASE_WAIT_S}
     if twin_batch:
         spec.update((name, dict(option)) for name, option in _TWIN_BATCH_SPEC.items())
     options = options or {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .._core.errors import ValidationError
+from .._core.leases import DEFAULT_LEASE_WAIT_S
 from .._redfish.settings import DEFAULT_REBOOT_TIMEOUT_S, DEFAULT_RETRIES
 from .batch import DEFAULT_PER_BMC, DEFAULT_WORKERS, default_processes
 
@@ -22,7 +23,7 @@ class BmcFleetSettings:
     ``per_bmc``: nodes handled at once behind one BMC endpoint; ``max_concurrency``: Redfish
     requests in flight to one BMC; ``bmc_map``: path of a map file (per-node url/credentials/CA,
     see :func:`_fleet.bmcmap.load_bmc_map`); ``bmc_reboot_timeout_s``: seconds the entry check waits for a BMC
-    still rebooting; ``ledger``: ledger path or None (nothing written);
+    still rebooting; ``lease_wait_s``: seconds a node another run holds is waited for; ``ledger``: ledger path or None (nothing written);
     ``optional``: checks the gate does not require; ``registry_dir``: Redfish message registries.
     """
 
@@ -39,6 +40,7 @@ class BmcFleetSettings:
     processes: int = 1
     per_bmc: int = DEFAULT_PER_BMC
     max_concurrency: int = 4
+    lease_wait_s: float = DEFAULT_LEASE_WAIT_S
     bmc_map: Optional[str] = None
     ledger: Optional[str] = None
     optional: tuple[str, ...] = ()
@@ -54,6 +56,16 @@ def _count(params: Mapping[str, Any], name: str, default: int) -> int:
     if int(value) < 1:
         raise ValidationError("%s must be at least 1, got %r" % (name, value), where=name)
     return int(value)
+
+
+def _seconds(params: Mapping[str, Any], name: str, default: float) -> float:
+    """A duration from ``params`` in seconds: missing takes ``default``; negative is an error naming the option."""
+    value = params.get(name)
+    if value is None:
+        return default
+    if float(value) < 0:
+        raise ValidationError("%s must be 0 or more seconds, got %r" % (name, value), where=name)
+    return float(value)
 
 
 def connection_kwargs(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,6 +92,7 @@ def fleet_settings_kwargs(params: Mapping[str, Any], workers: int = DEFAULT_WORK
         workers=_count(params, "workers", workers), processes=_count(params, "processes", default_processes()),
         per_bmc=_count(params, "per_bmc", DEFAULT_PER_BMC),
         max_concurrency=_count(params, "max_concurrency", 4), bmc_map=params.get("bmc_map"),
+        lease_wait_s=_seconds(params, "lease_wait_s", DEFAULT_LEASE_WAIT_S),
         optional=tuple(params.get("optional") or ()), registry_dir=params.get("registry_dir"),
     )
 

@@ -139,7 +139,8 @@ def audit_oob(params: Mapping[str, Any], client_factory: Optional[Callable[..., 
         finally:
             close_quietly(client)
 
-    leases = NodeLeases(params["ledger"], params.get("run_id") or new_run_id("audit"), "fleet_audit") \
+    leases = NodeLeases(params["ledger"], params.get("run_id") or new_run_id("audit"), "fleet_audit",
+                        wait_s=settings.lease_wait_s) \
         if params.get("ledger") else None
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
                          key=lambda it: it["url"] or id(it), leases=leases, processes=settings.processes)

@@ -178,7 +178,7 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
     # a run owns its nodes: each is leased in the ledger before its BMC is touched (not in check mode: no ledger)
     outcomes = run_batch(items, work, workers=settings.workers, per_key=settings.per_bmc,
                          key=lambda item: item["endpoint"]["url"], processes=settings.processes,
-                         leases=NodeLeases(settings.ledger, run_id, STAGE) if settings.ledger else None)
+                         leases=NodeLeases(settings.ledger, run_id, STAGE, wait_s=settings.lease_wait_s) if settings.ledger else None)
     all_results: list[CheckResult] = []
     verdicts: dict[str, GateVerdict] = {}
     hosts: dict[str, HostAudit] = {}

@@ -237,7 +237,7 @@ def run_stage(nodes: dict[str, dict[str, Any]], manifests: Mapping[str, dict[str
                              workers=settings.workers, per_key=settings.per_bmc,
                              key=lambda it: it["endpoint"]["url"],
                              # a run owns its nodes: leased before a BMC is touched (the same run_id in every phase)
-                             leases=NodeLeases(settings.ledger, run_id, STAGE) if own is not None else None,
+                             leases=NodeLeases(settings.ledger, run_id, STAGE, wait_s=settings.lease_wait_s) if own is not None else None,
                              # the read-only plan (firmware_plan) spreads over processes; the phases that write
                              # to BMCs and the ledger wait on BMC tasks, not on the CPU, and stay in this process
                              processes=settings.processes if phase == "plan" or check_mode else 1)

@@ -194,3 +194,25 @@ def test_a_profile_without_the_fabric_records_the_check_without_gating_on_it():
     for flag, required in ((False, False), ("False", False), (None, True), ("True", True)):
         check = cabling_checks({"lab1": {"twin": twin, "required": flag, "lldp": None}})["checks"]["lab1"]
         assert (check["status"], check["required"]) == ("not_run", required)
+
+
+def test_a_swap_across_two_nodes_is_one_dispatch_row():
+    """Issue 23: both nodes' cabling checks fail on one swapped pair; the technician gets one row ("a <-> b",
+    labelled at the first node in rack walk order) for it, and one row per other action."""
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.dispatch import dispatch_rows
+    a = eth_node("a", [("eth0", 0, "leaf-r0", 1)])
+    b = eth_node("b", [("eth0", 0, "leaf-r0", 2), ("eth1", 1, "leaf-r1", 2)])
+    c = eth_node("c", [("eth0", 0, "leaf-r0", 3)])
+    out = cabling_checks({"a": {"twin": a, "lldp": lldp_json({"eth0": ("leaf-r0", "swp2")})},
+                          "b": {"twin": b, "lldp": lldp_json({"eth0": ("leaf-r0", "swp1"), "eth1": ("leaf-r1", "swp7")})},
+                          "c": {"twin": c, "lldp": lldp_json({"eth0": ("leaf-r0", "swp9")})}})
+    labels = {"a": {"site": "s1", "rack": "r01", "u": 2}, "b": {"site": "s1", "rack": "r01", "u": 6},
+              "c": {"site": "s1", "rack": "r02", "u": 2}}
+    outcomes = {h: {"gate": {"status": "fail", "failing": ["cabling"]},
+                    "results": [dict(check, check="cabling")]} for h, check in out["checks"].items()}
+    rows = dispatch_rows(labels, outcomes, "burn_in")
+    assert [(r["hostname"], r["reason"].split(":")[0], r["u"]) for r in rows] == [
+        ("a <-> b", "swap", 2), ("b", "move", 6), ("c", "move", 2)]
+    swap = rows[0]
+    assert swap["reason"] == "swap: a eth0, b eth0" and swap["remediation"].startswith("swap the cables at ")
+    assert rows[1]["remediation"].startswith("move the cable of b eth1 from leaf-r1 port swp7")

@@ -150,7 +150,9 @@ def test_pre_deployment_does_not_touch_or_record_a_node_another_run_holds(ledger
     def touched(*args, **kwargs):
         raise AssertionError("the BMC of a leased node was contacted")
 
-    settings = StageSettings(username="admin", password="secret-pw-1234", ledger=ledger_url, retries=0)
+    # lease_wait_s 0: stop for the node at once (by default the stage waits that long for the holder to finish)
+    settings = StageSettings(username="admin", password="secret-pw-1234", ledger=ledger_url, retries=0,
+                             lease_wait_s=0)
     out = run_stage({"pd-u02": twin.nodes["pd-u02"]}, skus, settings, run_id="pre-mine", client_factory=touched)
     entry = out["hosts"]["pd-u02"]
     assert entry["gate"] == "blocked" and entry["requests"] == 0

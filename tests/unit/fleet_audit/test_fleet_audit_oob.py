@@ -104,7 +104,8 @@ def test_a_node_another_run_holds_is_not_run_naming_the_holder(fleet, ledger_pat
 
     other = NodeLeases(ledger_path, "prov-20261201T000000-deadbeef", "provisioning")
     assert other.acquire(["pv-u06"]) == {}
-    out = audit_oob(dict(fleet["params"], ledger=ledger_path))
+    # lease_wait_s 0: stop for the node at once (by default the audit waits that long for the holder to finish)
+    out = audit_oob(dict(fleet["params"], ledger=ledger_path, lease_wait_s=0))
     held = {c["name"]: c for c in out["checks"]["pv-u06"]}
     assert held["firmware_drift"]["status"] == "not_run"
     assert "another run holds the node" in held["firmware_drift"]["reason"]

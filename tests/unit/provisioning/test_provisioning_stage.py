@@ -5,6 +5,7 @@ One node with mixed firmware (BMC, BIOS image, CPLD) and one with BIOS drift con
 sends no write.  The same flow as tests/integration/test_provisioning_emulator.py, fast enough for the unit suite.
 """
 
+import dataclasses
 import json
 import os
 from types import SimpleNamespace
@@ -130,7 +131,9 @@ def test_a_node_another_run_holds_is_not_touched(fleet):
     ledger = open_ledger(fleet["settings"].ledger)
     holder = {"run_id": "prov-other", "host": "controller-2.example", "pid": 4242, "stage": "provisioning"}
     ledger.acquire_leases(["pv-u06"], holder, ttl_s=600)
-    oob = run_stage(fleet["nodes"], fleet["skus"], fleet["settings"], "out_of_band")
+    # lease_wait_s 0: stop for the node at once (by default the stage waits that long for the holder to finish)
+    oob = run_stage(fleet["nodes"], fleet["skus"], dataclasses.replace(fleet["settings"], lease_wait_s=0),
+                    "out_of_band")
     entry = oob["hosts"]["pv-u06"]
     assert entry["writes"] == 0 and "gate" not in entry
     assert "leased by run prov-other on host controller-2.example pid 4242" in entry["error"]
