@@ -277,9 +277,31 @@ def s_reboot_before_run(work, base):
     # longer than the retries (0.5 + 1 + 2 s of backoff), so only the entry wait bridges it
     with Chaos(work, faults={"*": {"bmc_reboot_s": 5.0, "bmc_warmup_s": 2.0}}, baseline=base) as chaos:
         chaos.reset_manager(HOSTS[0])
+        # the BMC goes down 0.05 s after accepting the reset: start the run once it is down, or the service root
+        # may still answer (the stage starts within milliseconds since issue 27) and the reboot land mid-read
+        deadline = time.monotonic() + 10
+        while chaos.fleet.state(HOSTS[0])["rebooting_for_s"] <= 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
         out = chaos.run("reboot-before")
         counts = chaos.score("bmc_reboot_before_run", ["reboot-before"], allow_blocked=False)
         counts["valid"] = any("still rebooting" in w for w in out["warnings"])
+        return counts
+
+
+def s_reboot_mid_read(work, base):
+    """pd-u02's BMC answers the service root and the login, then resets every Systems request for longer than the
+    retries (0.5 + 1 + 2 s), as one that went down mid-read does: before, inventory_read failed the healthy node;
+    it is blocked (BMC unreachable) with the cause, never fail.  Scripted, so the timing of the run cannot matter."""
+    faults = {HOSTS[0]: {"scripted": [{"method": "GET", "path": "/redfish/v1/Systems", "kind": "reset", "times": 1000}]}}
+    with Chaos(work, faults=faults, baseline=base) as chaos:
+        out = chaos.run("reboot-mid-read")
+        counts = chaos.score("bmc_reboot_mid_read", ["reboot-mid-read"])
+        entry = out["hosts"][HOSTS[0]]
+        checks = {c["check"]: c for c in entry["checks"]}
+        counts["valid"] = checks["service_root"]["status"] == "pass" and checks["login"]["status"] == "pass"
+        if entry["gate"] != "blocked" or checks["inventory_read"]["status"] != "blocked":
+            counts["false_fail"] += 1
+            counts["notes"].append("%s: %s (%s)" % (HOSTS[0], entry["gate"], entry["reason"][:200]))
         return counts
 
 
@@ -406,6 +428,7 @@ SCENARIOS = {
     "validate_certs_false": s_unverified_tls,
     "bmc_reboot_before_run": s_reboot_before_run,
     "bmc_reboot_during_run": s_reboot_during_run,
+    "bmc_reboot_mid_read": s_reboot_mid_read,
     "kill9_then_rerun": s_kill9_rerun,
     "playbook_dies": s_playbook_dies,
     "concurrent_8": s_concurrent,

@@ -98,12 +98,22 @@ def error_outcome(exc: SymphonyError) -> Outcome:
     rules"), else ``fail`` with the error's message.  ``evidence["fault"]`` keeps the class."""
     fault = getattr(exc, "fault", None)
     if fault in NOT_THE_NODES_FAULTS:
-        what = "a controller-side fault, not the node's" if fault == FAULT_CONTROLLER else "BMC unreachable"
-        return Outcome(BLOCKED, "%s: %s" % (what, exc), remediation=getattr(exc, "remedy", "") or
-                       "rerun the stage once the BMC answers; reset it (Manager.Reset) if it stays unreachable",
-                       evidence={"fault": fault})
+        return fault_blocked_outcome(str(fault), str(exc), getattr(exc, "remedy", "") or "")
     return Outcome(FAIL, str(exc), remediation=getattr(exc, "remediation", "") or
                    "investigate the error above and rerun the stage")
+
+
+def fault_blocked_outcome(fault: str, message: str, remedy: str = "") -> Outcome:
+    """``blocked`` for a step cut short by a fault that is not the node's (``fault``: a controller fault or a BMC
+    that stayed unreachable, one of :data:`NOT_THE_NODES_FAULTS`): ``"<what>: <message>"``, the remedy, and
+    ``evidence["fault"]`` for the dispatch list (DESIGN.md "Verdict rules").  Raises :class:`GateError` for
+    another fault class (a BMC's own fault is a finding, not a block)."""
+    if fault not in NOT_THE_NODES_FAULTS:
+        raise GateError("fault %r is the node's own: not a blocked outcome" % fault)
+    what = "a controller-side fault, not the node's" if fault == FAULT_CONTROLLER else "BMC unreachable"
+    return Outcome(BLOCKED, "%s: %s" % (what, message), remediation=remedy or
+                   "rerun the stage once the BMC answers; reset it (Manager.Reset) if it stays unreachable",
+                   evidence={"fault": fault})
 
 
 @dataclass

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .._core.gate import BLOCKED, Outcome, failed, not_run, passed
-from .._redfish.errors import FAULT_CONTROLLER
+from .._core.gate import BLOCKED, Outcome, failed, fault_blocked_outcome, not_run, passed
+from .._redfish.errors import FAULT_CONTROLLER, FAULT_UNREACHABLE, UNREACHABLE_REMEDY
+from .._redfish.read_base import gaps_fault
 from .graph import AuditContext
 from .parts import incomplete_for
 
@@ -142,6 +143,13 @@ def check_inventory_read(ctx: AuditContext) -> Outcome:
     # that read chassis (they say so), not all of them
     gaps = incomplete_for(inv, "service", "systems") + incomplete_for(inv, "chassis", members=False)
     if gaps:
+        # a BMC that stopped answering mid-read (it began to reboot) is not a hardware finding: blocked with that
+        # cause (DESIGN.md "Verdict rules"); a BMC that answers without the twin's system, or keeps failing, fails
+        fault = gaps_fault(item for item in inv.incomplete or [] if isinstance(item, dict) and (
+            item.get("part") in ("service", "systems") or (item.get("part") == "chassis" and not item.get("member"))))
+        if fault:
+            return fault_blocked_outcome(fault, "reading the Redfish inventory was cut short: %s" % "; ".join(gaps[:3]),
+                                         UNREACHABLE_REMEDY if fault == FAULT_UNREACHABLE else "")
         return failed("the BMC's Systems/Chassis could not be read: %s" % "; ".join(gaps[:3]),
                       "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset)",
                       observed={"incomplete": gaps})

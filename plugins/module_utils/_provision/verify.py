@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from .._core.errors import RedfishError, SymphonyError
-from .._core.gate import NOT_RUN, Outcome, failed, not_run, passed
+from .._core.gate import NOT_RUN, Outcome, failed, fault_blocked_outcome, not_run, passed
+from .._redfish.errors import FAULT_UNREACHABLE, UNREACHABLE_REMEDY
+from .._redfish.read_base import gaps_fault
 from .._redfish.reader import read_inventory
 from .bios import wait_job
 from .._core.fwplan import SKIP, UPDATE, Step, build_plan, diff_after
@@ -32,8 +34,11 @@ def verify(nd: NodeRun) -> Outcome:
     inv = read_inventory(nd.client, sections=READ_SECTIONS)
     gaps = [g for g in inv.incomplete if g.get("part") in ("firmware", "bios")]
     if gaps:
-        return failed("could not re-read %s: %s" % (gaps[0]["part"], gaps[0]["reason"]),
-                      "rerun the stage once the BMC answers")
+        text = "could not re-read %s: %s" % (gaps[0]["part"], gaps[0]["reason"])
+        fault = gaps_fault(gaps)
+        if fault:  # the BMC stopped answering during the re-read (still rebooting after its update)
+            return fault_blocked_outcome(fault, text, UNREACHABLE_REMEDY if fault == FAULT_UNREACHABLE else "")
+        return failed(text, "rerun the stage once the BMC answers")
     plan = build_plan(inv, nd.manifest)
     wrong = []
     for s in plan.steps:

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 
 from .._core.errors import RedfishError
 from .client import RedfishClient, RedfishHTTPError
+from .errors import FAULT_BMC, FAULT_CONTROLLER, FAULT_UNREACHABLE, fault_of
 from .model import Component, NodeInventory
 from .paging import is_whole, needs_get
 
@@ -125,6 +126,15 @@ def normalise_version(version: Any) -> Optional[str]:
     return text
 
 
+def gaps_fault(gaps: Iterable[Any]) -> Optional[str]:
+    """The fault class behind the incomplete entries ``gaps`` (:meth:`ReaderBase.incomplete`'s dicts): the
+    controller's where any is, else unreachable where any is, else None (the BMC answered: a finding)."""
+    faults = {g.get("fault") for g in gaps if isinstance(g, dict)}
+    if FAULT_CONTROLLER in faults:
+        return FAULT_CONTROLLER
+    return FAULT_UNREACHABLE if FAULT_UNREACHABLE in faults else None
+
+
 class ReaderBase:
     """One read of one BMC into ``inv``: the client, the sections asked for, the resource cache.
 
@@ -149,8 +159,14 @@ class ReaderBase:
 
     def incomplete(self, part: str, uri: Optional[str], exc: object, member: bool = False) -> None:
         """Record that ``part`` at ``uri`` could not be read; ``member``: one member of the collection, not the
-        collection itself (an unreadable secondary chassis feeds only the checks that read chassis)."""
+        collection itself (an unreadable secondary chassis feeds only the checks that read chassis).  An error of
+        the unreachable or controller fault class (:func:`.errors.fault_of`) is kept as ``"fault"``."""
         entry: dict[str, Any] = {"part": part, "uri": uri, "reason": str(exc)}
+        fault = fault_of(exc) if isinstance(exc, BaseException) else FAULT_BMC
+        if fault != FAULT_BMC:
+            # the BMC stopped answering (or the controller could not reach it): the checks this part feeds are
+            # blocked with that cause, not judged on what the BMC did not say
+            entry["fault"] = fault
         if member:
             entry["member"] = True
         self.inv.incomplete.append(entry)

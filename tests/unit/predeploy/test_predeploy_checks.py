@@ -261,6 +261,34 @@ def test_incomplete_inventory_is_not_absent(manifest):
                                   "rerun the stage (reset the BMC with Manager.Reset if it persists)")
 
 
+def test_systems_read_cut_short_is_never_a_fail(manifest):
+    """A BMC that begins to reboot between the service root and the Systems read (chaos scenario
+    bmc_reboot_before_run) failed the node on inventory_read: now blocked (BMC unreachable) with the cause
+    (DESIGN.md "Verdict rules": controller and unreachable faults are not hardware faults)."""
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.errors import (
+        FAULT_UNREACHABLE, RedfishConnectionError)
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.read_base import ReaderBase
+    obs = observation(manifest)
+    obs.inventory.incomplete = []
+    reader = ReaderBase.__new__(ReaderBase)
+    reader.inv = obs.inventory
+    reader.incomplete("systems", "/redfish/v1/Systems", RedfishConnectionError(
+        "127.0.0.1:1 /redfish/v1/Systems: cannot connect: Connection aborted", where="127.0.0.1:1"))
+    assert obs.inventory.incomplete[0]["fault"] == FAULT_UNREACHABLE
+    res, verdict = run(manifest, obs)
+    assert res["inventory_read"].status == BLOCKED and verdict.status == BLOCKED
+    assert res["inventory_read"].reason.startswith("BMC unreachable: reading the Redfish inventory was cut short: "
+                                                   "/redfish/v1/Systems: ")
+    assert res["inventory_read"].evidence["fault"] == FAULT_UNREACHABLE
+    assert "reset it (Manager.Reset" in res["inventory_read"].remediation
+
+    # a BMC that answers, but not with the twin's system (or keeps answering 500), is still a finding
+    obs = observation(manifest)
+    obs.inventory.incomplete = [{"part": "systems", "uri": "/redfish/v1/Systems", "reason": "HTTP 500"}]
+    res, verdict = run(manifest, obs)
+    assert res["inventory_read"].status == FAIL
+
+
 def test_service_root_validation():
     assert validate_service_root(ROOT) == []
     assert validate_service_root({"@odata.id": "/redfish/v1/"}) == [

@@ -173,3 +173,32 @@ def test_a_check_blocked_by_its_own_fault_is_kept_when_blocked_is_derived():
     res = CheckResult("n1", "provisioning", "inventory_read", outcome.status, outcome.reason,
                       remediation=outcome.remediation, evidence=outcome.evidence)
     assert [r.status for r in derive_blocked(graph, [res])] == [BLOCKED]
+
+
+def test_a_read_cut_short_by_an_unreachable_bmc_is_blocked_never_fail():
+    """A BMC that stops answering mid-read (it began to reboot) leaves incomplete entries with the error's fault
+    class; a stage turns those into ``blocked`` with the cause, a BMC's own error stays a finding."""
+    import pytest as _pytest
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import GateError
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import fault_blocked_outcome
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.model import NodeInventory
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.read_base import ReaderBase, gaps_fault
+
+    reader = ReaderBase.__new__(ReaderBase)
+    reader.inv = NodeInventory()
+    reader.incomplete("firmware", "/redfish/v1/UpdateService/FirmwareInventory", RedfishHTTPError("HTTP 404", status=404))
+    assert "fault" not in reader.inv.incomplete[0] and gaps_fault(reader.inv.incomplete) is None
+    # a 5xx that outlived the retries is the unreachable class (as for the service root)
+    assert gaps_fault([{"fault": fault_of(RedfishHTTPError("HTTP 500", status=500))}]) == FAULT_UNREACHABLE
+    reader.incomplete("bios", "/redfish/v1/Systems/1/Bios", RedfishConnectionError("connection reset"))
+    assert gaps_fault(reader.inv.incomplete) == FAULT_UNREACHABLE
+    reader.incomplete("bios", "/redfish/v1/Systems/1/Bios", RedfishControllerError("CA file missing", cause="ca_file"))
+    assert gaps_fault(reader.inv.incomplete) == FAULT_CONTROLLER   # the operator's remedy comes first
+    reader.incomplete("systems", "/redfish/v1/Systems", "system 'Node7' not found")
+    assert "fault" not in reader.inv.incomplete[-1]
+
+    out = fault_blocked_outcome(FAULT_UNREACHABLE, "could not re-read bios: connection reset")
+    assert out.status == "blocked" and out.reason == "BMC unreachable: could not re-read bios: connection reset"
+    assert out.evidence == {"fault": FAULT_UNREACHABLE} and "Manager.Reset" in out.remediation
+    with _pytest.raises(GateError):
+        fault_blocked_outcome("bmc", "a finding is not a block")
