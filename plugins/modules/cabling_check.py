@@ -27,8 +27,9 @@ author:
 options:
   nodes:
     description:
-      - Per host - C(twin) (its twin record, C(symphony_twin)), C(required) (the SKU needs a cabling plan),
-        C(lldp), C(ibstat), C(nvidia_smi_q) (the command outputs; null when not read) and C(recorded) (name -> note
+      - Per host - C(twin) (its twin record, C(symphony_twin)), C(required) (the SKU needs a cabling plan; V(false)
+        where the profile has no fabric, so readings that are absent do not gate, while a port read and found wrong
+        still does), C(lldp), C(ibstat), C(nvidia_smi_q) (the command outputs; null when not read) and C(recorded) (name -> note
         for an output that was recorded rather than read live, shown in the evidence).
     type: dict
     required: true

@@ -20,7 +20,7 @@ from timescale import scaled
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the demo's lab hosts need root (network namespaces)")
 
-HEALTHY = ["gpu-r01-u02", "gpu-r01-u18", "gpu-r01-u26", "gpu-r02-u02"]
+HEALTHY = ["gpu-r01-u02", "gpu-r01-u26", "gpu-r02-u02"]
 
 
 def _run_demo(repo_root, *args):
@@ -69,6 +69,20 @@ def test_every_seeded_defect_is_caught_where_it_belongs(first_run, repo_root):
         bmc_steps[0].to_dict())
     assert nodes["gpu-r01-u18"]["gates"]["provisioning"] == "pass"
 
+    # burn_in cabling check, on real LLDP frames: gpu-r01-u18's two lab cables are swapped (lab3's rail0 on leaf2,
+    # rail1 on leaf1); one swapped pair, one technician action, the rest of its lab cables as planned
+    assert (nodes["gpu-r01-u18"]["last_stage"], nodes["gpu-r01-u18"]["gate"]) == ("burn_in", "fail")
+    assert nodes["gpu-r01-u18"]["reason"].startswith("cabling: "), nodes["gpu-r01-u18"]["reason"]
+    assert "rail0 reaches leaf2 port swp3; the plan says leaf1 port 3" in nodes["gpu-r01-u18"]["reason"]
+    cabling = {r.node: r for r in ledger.current_results(stage="burn_in") if r.check == "cabling"}
+    assert cabling["gpu-r01-u18"].status == "fail" and len(cabling["gpu-r01-u18"].evidence["actions"]) == 1
+    assert cabling["gpu-r01-u18"].remediation.startswith("swap the cables at leaf1 port 3 and leaf2 port 3")
+    for host in HEALTHY:   # lab cables as planned; the InfiniBand HCAs cannot be read here, and say so
+        assert cabling[host].status == "not_run" and "no ibstat reading" in cabling[host].reason, cabling[host].reason
+        assert [p["status"] for p in cabling[host].evidence["ports"] if p["port"].startswith("rail")] == ["pass"] * 2
+    report = (repo_root / "build" / "demo" / "report" / "index.html").read_text(encoding="utf-8")
+    assert "swap the cables at leaf1 port 3 and leaf2 port 3" in report
+
     # burn_in fabric tier: only the path gpu-r01-u26 <-> gpu-r02-u02 is slow: that link is blamed, no node is
     # (a fresh ledger: the fabric tier of this one run)
     bad_links = {tuple(sorted(e["data"]["info"]["nodes"])) for e in ledger.events(kind="fabric_link")
@@ -99,10 +113,12 @@ def test_every_seeded_defect_is_caught_where_it_belongs(first_run, repo_root):
     rows = json.loads((repo_root / "build" / "demo" / "dispatch" / "dispatch-latest.json").read_text())["rows"]
     listed = {(r["hostname"], r["stage"], r["check"]) for r in rows}
     assert {("gpu-r01-u10", "pre_deployment", "gpus"), ("gpu-r02-u18", "pre_deployment", "gpu_pcie_links"),
-            ("gpu-r02-u10", "provisioning", "firmware:bios"),
+            ("gpu-r02-u10", "provisioning", "firmware:bios"), ("gpu-r01-u18", "burn_in", "cabling"),
             ("gpu-r01-u26 <-> gpu-r02-u02", "burn_in", "fabric_link"),
             ("gpu-r02-u26", "cluster_validation", "telemetry_outliers")} <= listed, sorted(listed)
     assert not {r["hostname"] for r in rows} & set(HEALTHY)
+    swap_rows = [r for r in rows if r["check"] == "cabling"]
+    assert len(swap_rows) == 1 and swap_rows[0]["reason"] == "swap: gpu-r01-u18 rail0, gpu-r01-u18 rail1", swap_rows
 
 
 def test_rerun_changes_no_firmware_and_gives_the_same_verdicts(first_run, repo_root):

@@ -130,6 +130,16 @@ def apply_lab_defects(console, lab, twin):
         lab.degrade_link(a, b, link["rate_mbit"])
         console.print("lab: path %s (%s) <-> %s (%s) limited to %d Mbit/s" % (
             link["nodes"][0], a, link["nodes"][1], b, link["rate_mbit"]))
+    swapped = (spec.get("swapped_cables") or {}).get("node")
+    if swapped and not lab_of.get(swapped):
+        raise DemoError("%s: swapped_cables node %r is not a node of the demo twin with a lab host" % (
+            os.path.relpath(LAB_DEFECTS, ROOT), swapped))
+    # the lab's LLDP fabric, cabled afresh each run (a reused lab may hold another run's wiring)
+    lab.lldp_down()
+    lab.lldp_up(leaves=2, swap=[lab_of[swapped]] if swapped else [])
+    if swapped:
+        console.print("lab: %s (%s) has its rail0 and rail1 cables swapped (leaf1 <-> leaf2)" % (
+            swapped, lab_of[swapped]))
     lab_hosts = {lab_of[host]: host for host in twin.nodes if lab_of.get(host)}
     write_lab_gpus(lab_hosts)
     hot = spec.get("hot_gpu") or {}
@@ -165,9 +175,10 @@ def inject_hot_gpu_while_validating(console, lab, hot, stop):
             return
 
 
-def write_calibrated_vars(console, lab):
+def write_calibrated_vars(console, lab, lab_hosts=None):
     """Extra vars for the run: the lab's calibration (burn-in resolves the lab profile's relative floors against
-    it) and the fabric floor between the seeded link and a healthy pair (``symphony_lab`` ``pair_floor_gbps``).
+    it), the fabric floor between the seeded link and a healthy pair (``symphony_lab`` ``pair_floor_gbps``) and
+    ``lab_hosts`` (``{node: lab host}``) as ``demo_lab_hosts``.
     DemoError when the lab has no calibration or it cannot tell the seeded link from a healthy pair."""
     import yaml
     from symphony_lab import HEALTHY_PAIR_FRACTION, pair_floor_gbps
@@ -178,6 +189,9 @@ def write_calibrated_vars(console, lab):
                         % os.path.relpath(lab.calibration_file, ROOT))
     link = yaml.safe_load(LAB_DEFECTS.read_text()).get("degraded_link")
     extra = {"burn_in_calibration": calibration}
+    if lab_hosts:
+        # each lab host's lldpd has its own control socket (the namespaces share /run): the cabling check asks it
+        extra["demo_lab_hosts"] = dict(lab_hosts)
     if link:
         floor = pair_floor_gbps(calibration, link["rate_mbit"])
         # The geometric mean puts the floor as far above the seeded link as below a healthy pair's worst:
@@ -299,7 +313,9 @@ def main(argv=None):
                 lab.resume(node)
                 console.print("slurm: resumed %s (drained by an earlier run)" % node)
     hot = apply_lab_defects(console, lab, twin)
-    write_calibrated_vars(console, lab)
+    by_address = {h["address"]: h["name"] for h in lab.hosts}
+    write_calibrated_vars(console, lab, {host: by_address[node["inband_address"]] for host, node in twin.nodes.items()
+                                         if node["inband_address"] in by_address})
     stop = threading.Event()
     injector = threading.Thread(target=inject_hot_gpu_while_validating, args=(console, lab, hot, stop), daemon=True)
     if hot:

@@ -584,14 +584,19 @@ class Lab:
         return plan
 
     def lldp_down(self):
-        """Undo :meth:`lldp_up`: stop the lldpd daemons by their recorded pids, delete the switch namespaces (their
-        veth cables go with them).  A lab without a cabled fabric is left as it is."""
+        """Undo :meth:`lldp_up`: stop the lldpd daemons by their recorded pids, unplug every cable (its veth pair)
+        and delete the switch namespaces.  A lab without a cabled fabric is left as it is."""
         state = self._require_state()
         plan = state.get("lldp")
         if not plan:
             return
         for entry in [p for p in state["pids"] if p["role"].startswith("lldpd@")]:
             _proc.stop_pid(entry["pid"], marker=entry["marker"])
+        # the cables first, each from its host end: deleting a veth removes both ends at once, while a deleted
+        # namespace's devices go away later (the kernel's netns cleanup is asynchronous), and an lldp_up right
+        # after would find "rail0" still there
+        for cable in plan["cables"]:
+            _proc.run(["ip", "-n", cable["netns"], "link", "delete", cable["iface"]], check=False)
         for switch in plan["switches"]:
             _proc.run(["ip", "netns", "delete", switch["netns"]], check=False)
         state["pids"] = [p for p in state["pids"] if not p["role"].startswith("lldpd@")]

@@ -118,9 +118,11 @@ def cabling_checks(nodes: Mapping[str, Mapping[str, Any]], iblinkinfo: Optional[
                    "nvidia_smi_q": "live" if node.get("nvidia_smi_q") is not None else None}
         sources.update({k: "recorded: %s" % v for k, v in (node.get("recorded") or {}).items()})
         mine = [a for a in todo if host in a["hosts"]]
-        # a planned node's cabling gates it, unless its profile says the fabric is not there (the lab's hosts)
-        checks[host] = dict(_node_result(host, ports[host], domains.get(host), mine, sources),
-                            required=flag is not False)
+        # a planned node's cabling gates it.  Where its profile says the fabric is not there (the lab's hosts), the
+        # readings that are absent do not gate; a port that was read and found wrong (the lab's own LLDP cables)
+        # still does: that is a real miscabling, not a missing fabric
+        result = _node_result(host, ports[host], domains.get(host), mine, sources)
+        checks[host] = dict(result, required=flag is not False or result["status"] == FAIL)
     found = {host: [{"port": p["port"], "switch": p["found"][0], "switch_port": p["found"][1], "width": p["width"],
                      "speed": p["speed"]} for p in host_ports if p["found"]] for host, host_ports in ports.items()}
     return {"checks": checks, "actions": todo, "swaps": [[_name(a), _name(b)] for a, b in swaps], "found": found,

@@ -194,6 +194,11 @@ def test_a_profile_without_the_fabric_records_the_check_without_gating_on_it():
     for flag, required in ((False, False), ("False", False), (None, True), ("True", True)):
         check = cabling_checks({"lab1": {"twin": twin, "required": flag, "lldp": None}})["checks"]["lab1"]
         assert (check["status"], check["required"]) == ("not_run", required)
+    # but a port that was read and found wrong gates even there (the lab's LLDP cables are real cables)
+    swapped = eth_node("lab1", [("eth0", 0, "leaf1", 1), ("eth1", 1, "leaf2", 1)])
+    check = cabling_checks({"lab1": {"twin": swapped, "required": False,
+                                     "lldp": lldp_json({"eth0": ("leaf2", "swp1"), "eth1": ("leaf1", "swp1")})}})
+    assert (check["checks"]["lab1"]["status"], check["checks"]["lab1"]["required"]) == ("fail", True)
 
 
 def test_a_swap_across_two_nodes_is_one_dispatch_row():

@@ -169,6 +169,8 @@ def test_demo_fabric_floor_sits_between_the_seeded_link_and_a_healthy_pair(repo_
     console = type("C", (), {"print": lambda self, text: printed.append(text)})()
     extra = json.loads(pathlib.Path(demo.write_calibrated_vars(console, Lab())).read_text())
     assert extra == {"burn_in_calibration": CALIBRATION, "burn_in_fabric_floor": floor}
+    extra = json.loads(pathlib.Path(demo.write_calibrated_vars(console, Lab(), {"gpu-r01-u02": "lab1"})).read_text())
+    assert extra["demo_lab_hosts"] == {"gpu-r01-u02": "lab1"}
     assert "between the seeded %s Mbit/s link" % seeded["rate_mbit"] in printed[0]
     Lab.calibration = _figures(iperf3__tcp_gbps=0.5)
     with pytest.raises(demo.DemoError, match="too slow to tell from the seeded"):
