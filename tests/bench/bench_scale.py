@@ -79,7 +79,7 @@ def fleet(server, n):
     faults = WORK / "faults.yml"
     faults.write_text("faults:\n  '*':\n    latency_ms: %g\n" % LATENCY_MS)
     bmc_map = WORK / "bmcs.json"
-    pid = pd.start_emulator(twin, faults, bmc_map)
+    pid = pd.start_emulator(twin, faults, bmc_map, WORK / "emulator.pid")
     walls = {}
     try:
         for name, slices in (("one", 1), ("sliced", SLICES)):
