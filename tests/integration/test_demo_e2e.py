@@ -82,6 +82,9 @@ def test_every_seeded_defect_is_caught_where_it_belongs(first_run, repo_root):
         assert [p["status"] for p in cabling[host].evidence["ports"] if p["port"].startswith("rail")] == ["pass"] * 2
     report = (repo_root / "build" / "demo" / "report" / "index.html").read_text(encoding="utf-8")
     assert "swap the cables at leaf1 port 3 and leaf2 port 3" in report
+    # the report's topology section: switch -> nodes, from what the ports were found on (not the plan)
+    topology = json.loads((repo_root / "build" / "demo" / "report" / "report.json").read_text())["topology"]
+    assert {"leaf1", "leaf2"} <= set(topology) and "gpu-r01-u02" in topology["leaf1"]
 
     # burn_in fabric tier: only the path gpu-r01-u26 <-> gpu-r02-u02 is slow: that link is blamed, no node is
     # (a fresh ledger: the fabric tier of this one run)
