@@ -38,6 +38,8 @@ REPORT = DEMO / "report"
 SUMMARY = DEMO / "summary.json"
 LOG = DEMO / "ansible.log"
 CALIBRATED_VARS = DEMO / "calibrated-vars.json"
+FLEET_AUDIT_VARS = DEMO / "fleet-audit-vars.json"
+KMSG = DEMO / "kmsg"
 
 # Lines of ansible-playbook output worth showing live; the whole log goes to build/demo/ansible.log.
 _PROGRESS = re.compile(r"^(PLAY \[|fatal:|failed:|PLAY RECAP|\S+\s+: ok=|\s+msg: )")
@@ -211,14 +213,23 @@ def write_calibrated_vars(console, lab, lab_hosts=None):
 
 
 def run_site(console, extra_args):
+    return run_playbook(console, "site.yml", [CALIBRATED_VARS], extra_args, LOG)
+
+
+def run_playbook(console, playbook, var_files, extra_args, log_path, append=False):
+    """ansible-playbook playbooks/<playbook> on the demo inventory with ``var_files`` as extra vars, its output in
+    ``log_path`` (appended with ``append``) and its progress lines on the console; returns its exit status."""
     env = dict(os.environ, SYMPHONY_LEDGER=str(LEDGER), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOG_PATH="", ANSIBLE_NOCOLOR="1")
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
-           str(ROOT / "playbooks" / "site.yml"), "-e", "@%s" % CALIBRATED_VARS] + extra_args
+           str(ROOT / "playbooks" / playbook)]
+    for path in var_files:
+        cmd += ["-e", "@%s" % path]
+    cmd += extra_args
     console.print("[bold]$ %s[/]" % " ".join(os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
                                               for c in cmd))
     # line-buffered: after a kill the log ends where the console did
-    with open(LOG, "w", encoding="utf-8", buffering=1) as log:
+    with open(log_path, "a" if append else "w", encoding="utf-8", buffering=1) as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
         for line in proc.stdout:
@@ -226,6 +237,45 @@ def run_site(console, extra_args):
             if _PROGRESS.match(line):
                 console.print(line.rstrip(), markup=False, overflow="ellipsis", no_wrap=True)
         return proc.wait()
+
+
+def prepare_fleet_audit(lab_hosts):
+    """Each lab host's own kernel-log source for the fleet audit (network namespaces share one kernel): a file in
+    /dev/kmsg's record format under build/demo/kmsg, started with a boot record where it is missing."""
+    from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.exercise import kmsg_record
+    KMSG.mkdir(parents=True, exist_ok=True)
+    for lab_host in sorted(set(lab_hosts.values())):
+        path = KMSG / ("%s.kmsg" % lab_host)
+        if not path.exists():
+            path.write_text(kmsg_record(0, 1000, "Linux version (%s, symphony lab host)" % lab_host))
+
+
+def fleet_audit_pass(console, spec):
+    """Stage 5 after handoff, as a schedule would run it: a first audit of the handed-off nodes sets where each
+    one's SEL and kernel log stand; then the emulator flashes one node's BMC firmware out of band
+    (``fleet_audit.drift`` of lab-defects.yml), and the next audit injects one XID on another (``fleet_audit.xid``:
+    the exercise, in that lab host's kernel-log file) and must find both.  Read-only but for the audit's own gate.
+    Returns ansible-playbook's exit status (2 when a node's fleet_audit gate failed: the demo working)."""
+    import requests
+    FLEET_AUDIT_VARS.write_text(json.dumps({"fleet_audit_exercise_node": ""}) + "\n")
+    rc = run_playbook(console, "fleet_audit.yml", [CALIBRATED_VARS, FLEET_AUDIT_VARS], [], LOG, append=True)
+    if rc not in (0, 2):
+        return rc
+    drift = (spec or {}).get("drift") or {}
+    if drift:
+        bmc_map = json.loads(BMC_MAP.read_text())
+        reply = requests.put(bmc_map["nodes"][drift["node"]]["url"] + "/_emulator/firmware",
+                             json={"component": drift["component"], "version": drift["version"]},
+                             verify=bmc_map.get("ca_bundle") or True, timeout=10)
+        if reply.status_code != 200:
+            raise DemoError("emulator: could not set %s's %s firmware: %s" % (drift["node"], drift["component"],
+                                                                           reply.text[:200]))
+        console.print("emulator: %s's %s firmware flashed to %s out of band (drift for the fleet audit)" % (
+            drift["node"], drift["component"], drift["version"]))
+    xid = (spec or {}).get("xid") or {}
+    FLEET_AUDIT_VARS.write_text(json.dumps({"fleet_audit_exercise_node": xid.get("node", ""),
+                                            "fleet_audit_exercise_xid": xid.get("xid", 79)}, indent=1) + "\n")
+    return run_playbook(console, "fleet_audit.yml", [CALIBRATED_VARS, FLEET_AUDIT_VARS], [], LOG, append=True)
 
 
 def summarise(console, wall_s, rc):
@@ -239,7 +289,8 @@ def summarise(console, wall_s, rc):
     gates = ledger.current_gates()
     promoted = {e["node"]: (e["data"] or {}).get("replaces") for e in ledger.events(kind="spare_promoted")}
     table = Table(title="symphony.cluster demo: gates per node")
-    for col in ("node", "rack", "U", "spare", "1 pre_deploy", "2 provision", "3 burn_in", "4 validation"):
+    for col in ("node", "rack", "U", "spare", "1 pre_deploy", "2 provision", "3 burn_in", "4 validation",
+                "5 fleet_audit"):
         table.add_column(col, no_wrap=True)
     table.add_column("reason (first failing check; full text in the report)", overflow="fold")
     colours = {"pass": "green", "fail": "red", "blocked": "yellow", "not_run": "bright_black"}
@@ -251,7 +302,7 @@ def summarise(console, wall_s, rc):
         nodes[host] = {"last_stage": stage, "gate": gate, "reason": reason,
                        "gates": {s: v.status for s, v in node_gates.items()}}
         cells = []
-        for s in STAGES[:4]:
+        for s in STAGES:
             st = node_gates[s].status if s in node_gates else "—"
             cells.append("[%s]%s[/]" % (colours.get(st, "white"), st))
         spare = ("in for %s" % promoted[host]) if host in promoted else ("yes" if node["spare"] else "")
@@ -314,8 +365,10 @@ def main(argv=None):
                 console.print("slurm: resumed %s (drained by an earlier run)" % node)
     hot = apply_lab_defects(console, lab, twin)
     by_address = {h["address"]: h["name"] for h in lab.hosts}
-    write_calibrated_vars(console, lab, {host: by_address[node["inband_address"]] for host, node in twin.nodes.items()
-                                         if node["inband_address"] in by_address})
+    lab_hosts = {host: by_address[node["inband_address"]] for host, node in twin.nodes.items()
+                 if node["inband_address"] in by_address}
+    write_calibrated_vars(console, lab, lab_hosts)
+    prepare_fleet_audit(lab_hosts)
     stop = threading.Event()
     injector = threading.Thread(target=inject_hot_gpu_while_validating, args=(console, lab, hot, stop), daemon=True)
     if hot:
@@ -324,6 +377,13 @@ def main(argv=None):
         rc = run_site(console, args.ansible_args)
     finally:
         stop.set()
+    import yaml
+    audit_spec = yaml.safe_load(LAB_DEFECTS.read_text()).get("fleet_audit")
+    if audit_spec and rc in (0, 2) and not args.ansible_args:
+        # stage 5 after handoff: one pass over the handed-off nodes, with a drift and an XID to find
+        audit_rc = fleet_audit_pass(console, audit_spec)
+        if audit_rc not in (0, 2):
+            rc = audit_rc
     summary = summarise(console, time.monotonic() - start, rc)
     # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else
     # (syntax error, unreachable controller, a crash) or a node no stage looked at is a broken demo.

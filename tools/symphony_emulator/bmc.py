@@ -250,6 +250,20 @@ class BMC(Actions, FirmwareUpdates, Settings):
                 return jreply(200, self.set_faults(values))
             except (ValueError, ValidationError) as exc:   # bad JSON or a value outside the faults schema
                 return jreply(400, {"error": str(exc)})
+        if sub == "firmware" and method in ("PUT", "POST"):
+            # what a technician's out-of-band flash (or a BMC's own rollback) leaves behind: a component at
+            # another version than provisioning set, for the fleet audit's drift check to find
+            try:
+                values = json.loads(body or b"{}")
+                comp, version = values["component"], str(values["version"])
+            except (ValueError, KeyError, TypeError) as exc:
+                return jreply(400, {"error": "body must be {\"component\": id, \"version\": text}: %s" % exc})
+            if comp not in self.state.versions:
+                return jreply(400, {"error": "unknown firmware component %r (one of %s)"
+                                             % (comp, ", ".join(sorted(self.state.versions)))})
+            self.state.versions[comp] = version
+            self.invalidate()
+            return jreply(200, {"firmware": dict(self.state.versions)})
         return jreply(404, {"error": "unknown control endpoint %s %s" % (method, path)})
 
     def describe(self):

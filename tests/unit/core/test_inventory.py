@@ -174,7 +174,7 @@ def test_promoted_spare_leaves_the_pool_and_joins_validation_reruns(parse, demo,
     assert _members(emptied, "spares") == []  # every spare promoted: the group stays, empty
     assert inventory.get_host("gpu-r02-u42").get_vars()["symphony_promoted_for"] == "gpu-r01-u02"
     assert "symphony_promoted_for" not in inventory.get_host("gpu-r02-u47").get_vars()
-    # cluster_validation.yml's default target, stage_burn_in:stage_cluster_validation:&gate_pass:!spares:
+    # cluster_validation.yml's default target, stage_burn_in:stage_cluster_validation:stage_fleet_audit:&gate_pass:!spares:
     # the promoted spare is in, the evicted node is out.
     target = (set(_members(inventory, "stage_cluster_validation")) & set(_members(inventory, "gate_pass"))) \
         - set(_members(inventory, "spares"))

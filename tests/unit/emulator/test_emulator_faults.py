@@ -81,3 +81,16 @@ def test_set_faults_at_run_time(make_bmc):
     assert "Members@odata.nextLink" in c.get(FW).json()
     bad = bmc.handle("PUT", "/_emulator/faults", body=b'{"error_rate": 3}')
     assert bad.status == 400 and "error_rate" in bad.json()["error"]
+
+
+def test_set_a_firmware_version_at_run_time(make_bmc):
+    """The fleet audit's drift to find: a component flashed out of band after handoff."""
+    bmc, c = make_bmc()
+    comp = sorted(bmc.state.versions)[0]
+    r = bmc.handle("PUT", "/_emulator/firmware", body=json.dumps({"component": comp, "version": "0.0.1"}).encode())
+    assert r.status == 200 and r.json()["firmware"][comp] == "0.0.1"
+    listed = [c.get(m["@odata.id"]).json() for m in c.get(FW).json()["Members"]]
+    assert "0.0.1" in [m.get("Version") for m in listed]
+    bad = bmc.handle("PUT", "/_emulator/firmware", body=b'{"component": "nope", "version": "1"}')
+    assert bad.status == 400 and "unknown firmware component 'nope'" in bad.json()["error"]
+    assert bmc.handle("PUT", "/_emulator/firmware", body=b"{}").status == 400
