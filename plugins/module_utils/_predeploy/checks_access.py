@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .._core.gate import BLOCKED, Outcome, failed, fault_blocked_outcome, not_run, passed
-from .._redfish.errors import FAULT_CONTROLLER, FAULT_UNREACHABLE, UNREACHABLE_REMEDY
+from .._redfish.errors import FAULT_CONTROLLER
 from .._redfish.read_base import gaps_fault
 from .graph import AuditContext
 from .parts import incomplete_for
@@ -148,8 +148,7 @@ def check_inventory_read(ctx: AuditContext) -> Outcome:
         fault = gaps_fault(item for item in inv.incomplete or [] if isinstance(item, dict) and (
             item.get("part") in ("service", "systems") or (item.get("part") == "chassis" and not item.get("member"))))
         if fault:
-            return fault_blocked_outcome(fault, "reading the Redfish inventory was cut short: %s" % "; ".join(gaps[:3]),
-                                         UNREACHABLE_REMEDY if fault == FAULT_UNREACHABLE else "")
+            return fault_blocked_outcome(fault, "reading the Redfish inventory was cut short: %s" % "; ".join(gaps[:3]))
         return failed("the BMC's Systems/Chassis could not be read: %s" % "; ".join(gaps[:3]),
                       "rerun the stage; if the BMC keeps failing, reset it (Manager.Reset)",
                       observed={"incomplete": gaps})

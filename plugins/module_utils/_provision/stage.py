@@ -61,7 +61,7 @@ from .._fleet.endpoint import resolve_endpoint
 from .._fleet.nodes import twin_nodes_from_params
 from .._fleet.settings import fleet_settings_kwargs, require_credentials
 from .._host.launchers import launcher_from_params
-from .._redfish.errors import FAULT_UNREACHABLE, UNREACHABLE_REMEDY, fault_of
+from .._redfish.errors import fault_of
 from .._redfish.read_base import gaps_fault
 from .._redfish.reader import read_inventory
 from .._redfish.registries import MessageRegistries
@@ -95,7 +95,7 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
                 text = "could not read %s at %s: %s" % (gaps[0]["part"], gaps[0]["uri"], gaps[0]["reason"])
                 fault = gaps_fault(gaps)
                 if fault:  # the BMC stopped answering mid-read (it rebooted): not the node's fault
-                    return fault_blocked_outcome(fault, text, UNREACHABLE_REMEDY if fault == FAULT_UNREACHABLE else "")
+                    return fault_blocked_outcome(fault, text)
                 return failed(text, "rerun once the BMC answers; reset the BMC if its inventory stays incomplete")
             nd.plan = build_plan(nd.inv, manifest, settings.allow_downgrade)
             return passed(observed={"firmware_members": len(nd.inv.firmware)},

@@ -11,7 +11,6 @@ from typing import Any, Mapping, Optional
 
 from .._core.errors import RedfishError, SymphonyError
 from .._core.gate import NOT_RUN, Outcome, failed, fault_blocked_outcome, not_run, passed
-from .._redfish.errors import FAULT_UNREACHABLE, UNREACHABLE_REMEDY
 from .._redfish.read_base import gaps_fault
 from .._redfish.reader import read_inventory
 from .bios import wait_job
@@ -37,7 +36,7 @@ def verify(nd: NodeRun) -> Outcome:
         text = "could not re-read %s: %s" % (gaps[0]["part"], gaps[0]["reason"])
         fault = gaps_fault(gaps)
         if fault:  # the BMC stopped answering during the re-read (still rebooting after its update)
-            return fault_blocked_outcome(fault, text, UNREACHABLE_REMEDY if fault == FAULT_UNREACHABLE else "")
+            return fault_blocked_outcome(fault, text)
         return failed(text, "rerun the stage once the BMC answers")
     plan = build_plan(inv, nd.manifest)
     wrong = []

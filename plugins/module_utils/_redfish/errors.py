@@ -158,18 +158,14 @@ def fault_of(exc: BaseException) -> str:
     return str(getattr(exc, "fault", None) or FAULT_BMC)
 
 
-# what an operator does about a BMC that stayed unreachable after the retries
-UNREACHABLE_REMEDY = ("rerun the stage; the fault outlived the retries: if the BMC stays unreachable, check its "
-                      "management link and reset it (Manager.Reset or ipmitool mc reset cold)")
-
-
 def fault_remedy(exc: BaseException) -> str:
     """The remedy of a controller or unreachable fault (for a ``blocked`` verdict), else ``""``."""
     fault = fault_of(exc)
     if fault == FAULT_CONTROLLER:
         return getattr(exc, "remedy", None) or "on the controller: %s" % exc
     if fault == FAULT_UNREACHABLE:
-        return UNREACHABLE_REMEDY
+        return ("rerun the stage; the fault outlived the retries: if the BMC stays unreachable, check its "
+                "management link and reset it (Manager.Reset or ipmitool mc reset cold)")
     return ""
 
 
