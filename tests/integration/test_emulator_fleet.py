@@ -1,6 +1,7 @@
 """The emulator over real sockets: TLS with the generated CA, sushy, defects and faults on the wire,
 the control endpoint, the CLI in the background, and real captures served byte-identical over HTTP."""
 
+import faulthandler
 import json
 import os
 import pathlib
@@ -72,6 +73,17 @@ def test_wrong_credentials_and_unreachable(fleet, hosts):
 T = scaled(60)
 
 
+def _get_once_more(fleet, url):
+    """GET ``url``; on a read timeout, print every thread's stack (the emulator's loop thread is the suspect) and try
+    once more on a new connection.  A CI run saw one request to the in-process emulator never answered (60 s) and
+    it never reproduced: a second stalled request fails the test, so a wedged emulator loop still does."""
+    try:
+        return requests.get(url, verify=fleet.ca_bundle, timeout=T / 2)
+    except requests.exceptions.ReadTimeout:
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        return requests.get(url, verify=fleet.ca_bundle, timeout=T / 2)
+
+
 def test_control_endpoint_and_runtime_faults(fleet, hosts):
     node = fleet.nodes[hosts[0]]
     url = node.url + "/_emulator/"
@@ -85,7 +97,7 @@ def test_control_endpoint_and_runtime_faults(fleet, hosts):
     r = requests.put(url + "faults", json={"latency_ms": 150}, verify=fleet.ca_bundle, timeout=T)
     assert r.status_code == 200
     t0 = time.monotonic()
-    requests.get(node.url + "/redfish/v1", verify=fleet.ca_bundle, timeout=T)
+    assert _get_once_more(fleet, node.url + "/redfish/v1").status_code == 200
     assert time.monotonic() - t0 >= 0.15
     fleet.set_faults(hosts[0], {"reset_rate": 1.0})
     with pytest.raises(requests.exceptions.ConnectionError):
