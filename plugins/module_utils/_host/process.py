@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Mapping, Sequence
@@ -106,13 +107,56 @@ def run(argv: Sequence[Any], timeout_s: float, *, env: Mapping[str, str] | None 
                          duration_s=time.monotonic() - started)
 
 
+# The orphan guard of a paused load (spawn(..., orphan_guard_s=...)): a sleeping interpreter outside the load's
+# process group that, once its parent (the module) is gone, wakes the group (SIGCONT), asks it to end (SIGTERM)
+# and kills it after the grace.  A load started in a session of its own is never sent SIGHUP/SIGCONT by the
+# kernel when its parent dies (its group was orphaned from the start, POSIX "orphaned process group"), so a
+# module killed during a SIGSTOP phase would leave the load stopped on the node, holding its GPU, for good.
+# getppid() is polled rather than PR_SET_PDEATHSIG, which fires when the spawning *thread* ends.
+_GUARD = """
+import os, signal, sys, time
+pgid, parent, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while os.getppid() == parent:
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        sys.exit(0)
+    time.sleep(0.5)
+try:
+    os.killpg(pgid, signal.SIGCONT)
+    os.killpg(pgid, signal.SIGTERM)
+except OSError:
+    sys.exit(0)
+end = time.monotonic() + grace
+while time.monotonic() < end:
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        sys.exit(0)
+    time.sleep(0.2)
+try:
+    os.killpg(pgid, signal.SIGKILL)
+except OSError:
+    pass
+"""
+
+
 class GroupProcess:
     """A command started by :func:`spawn`: it leads its own process group, so signals reach its children too."""
 
-    def __init__(self, proc: subprocess.Popen, argv: Sequence[str], started: float) -> None:
+    def __init__(self, proc: subprocess.Popen, argv: Sequence[str], started: float,
+                 guard: subprocess.Popen | None = None) -> None:
         self.proc = proc
         self.argv = tuple(argv)
         self.started = started
+        self.guard = guard
+
+    def _end_guard(self) -> None:
+        # the load ended under our eyes: its guard has nothing left to do
+        if self.guard is not None and self.guard.poll() is None:
+            self.guard.kill()
+            self.guard.wait()
 
     @property
     def pid(self) -> int:
@@ -140,7 +184,9 @@ class GroupProcess:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             out, err = self.proc.communicate()
+            self._end_guard()
             raise _timeout(self.argv, timeout_s, out, err, [s for s in secrets if s])
+        self._end_guard()
         return CommandResult(argv=self.argv, rc=self.proc.returncode, stdout=_text(out), stderr=_text(err),
                              duration_s=time.monotonic() - self.started)
 
@@ -151,27 +197,32 @@ class GroupProcess:
     def stop(self, wait_s: float = 0.0, grace_s: float = 30.0) -> int | None:
         """Let it end by itself for ``wait_s`` seconds, then SIGCONT and SIGTERM the group (a paused load must
         wake to die), then SIGKILL it after ``grace_s`` more.  Returns the exit status."""
-        if wait_s > 0:
-            try:
-                return self.proc.wait(timeout=wait_s)
-            except subprocess.TimeoutExpired:
-                pass
-        for sig in (signal.SIGCONT, signal.SIGTERM):
-            self.signal(sig)
         try:
-            return self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            return self.proc.wait()
+            if wait_s > 0:
+                try:
+                    return self.proc.wait(timeout=wait_s)
+                except subprocess.TimeoutExpired:
+                    pass
+            for sig in (signal.SIGCONT, signal.SIGTERM):
+                self.signal(sig)
+            try:
+                return self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                return self.proc.wait()
+        finally:
+            self._end_guard()
 
 
 def spawn(argv: Sequence[Any], *, output: IO[Any] | None = None, env: Mapping[str, str] | None = None,
-          cwd: str | None = None) -> GroupProcess:
+          cwd: str | None = None, orphan_guard_s: float | None = None) -> GroupProcess:
     """Start ``argv`` (no shell, stdin ``/dev/null``) in its own session and return its :class:`GroupProcess`.
 
     ``output``: an open file that receives stdout and stderr together (a long load whose output is evidence);
-    without it both are pipes, read by :meth:`GroupProcess.communicate`.  Raises :class:`ToolNotFoundError`
-    when the executable is absent or cannot be executed.
+    without it both are pipes, read by :meth:`GroupProcess.communicate`.  ``orphan_guard_s``: for a load this
+    process will pause with SIGSTOP, a guard process that ends the group (SIGCONT, SIGTERM, then SIGKILL after
+    that many seconds) if this process dies first (see ``_GUARD``).  Raises :class:`ToolNotFoundError` when the
+    executable is absent or cannot be executed.
     """
     args, exe = _argv(argv, env)
     started = time.monotonic()
@@ -182,7 +233,12 @@ def spawn(argv: Sequence[Any], *, output: IO[Any] | None = None, env: Mapping[st
                                 cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True)
     except OSError as exc:
         raise ToolNotFoundError("cannot run %s: %s" % (args[0], exc.strerror or exc), where=args[0])
-    return GroupProcess(proc, args, started)
+    guard = None
+    if orphan_guard_s is not None:
+        guard = subprocess.Popen([sys.executable, "-c", _GUARD, str(proc.pid), str(os.getpid()), str(orphan_guard_s)],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+    return GroupProcess(proc, args, started, guard)
 
 
 def run_group(argv: Sequence[Any], timeout_s: float, *, env: Mapping[str, str] | None = None,

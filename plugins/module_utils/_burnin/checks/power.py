@@ -182,7 +182,8 @@ def _power_test(ctx: TestContext, pulse: bool) -> Outcome:
     rel, out_path = ctx.evidence_store.reserve(ctx.rel_dir, "load.stdout.txt")
     with open(out_path, "w", encoding="utf-8") as out:
         try:
-            load = spawn(argv, output=out, cwd=os.path.dirname(tool))
+            # a pulsed load is paused with SIGSTOP: a guard ends it if this module dies mid-pause
+            load = spawn(argv, output=out, cwd=os.path.dirname(tool), orphan_guard_s=30 if pulse else None)
             t0 = time.monotonic()
             try:
                 if pulse:
