@@ -18,7 +18,7 @@
       iteration (ms): 1534.2 | throughput per GPU (TFLOP/s/GPU): 412.3 | learning rate: ... |
       global batch size:   512 | lm loss: 7.12E+00 | ... | number of skipped iterations: 0 | ...
 
-* ``smoke``: ``roles/cluster_validation/files/smoke_train.py``, which prints
+* ``smoke``: ``roles/cluster_validation/files/smoke_train.py`` (a small Llama-style decoder), which prints
   torchtitan's lines plus a ``smoke_summary: {json}`` line.
 """
 
@@ -189,7 +189,11 @@ def smoke_shape(summary):
     if missing:
         raise ParseError("smoke_summary lacks %s" % ", ".join(missing), where="smoke log")
     shape = {k: summary[k] for k in keys}
-    shape["head_dim"] = summary["hidden"] // summary["heads"]
+    shape["head_dim"] = summary.get("head_dim") or summary["hidden"] // summary["heads"]
+    # The Llama-style workload also names its GQA groups and SwiGLU width (older logs: full MHA, GELU MLP).
+    for key in ("kv_heads", "ffn_hidden", "swiglu"):
+        if key in summary:
+            shape[key] = summary[key]
     return shape
 
 

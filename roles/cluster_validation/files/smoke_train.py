@@ -3,14 +3,20 @@
 # Apache License 2.0 (see LICENSE)
 """Smoke pretraining workload for cluster_validation (CI and the lab on CPUs; one GPU in tests/device).
 
-A small decoder-only transformer trained with DistributedDataParallel over gloo,
-launched by torchrun (one process per node).  Before training it measures the
-device's dense GEMM peak with a timed ``torch.matmul`` (on the CPU: the same threads), then prints
-torchtitan's own log lines (``step: .. loss: .. tps: .. tflops: .. mfu: ..%``) so
-the same parser reads both.  The FLOPs per token are torchtitan's convention
-``6*(N - N_emb) + 12*L*H*Q*T``; ``tps`` is tokens/s per process (per device, as
-torchtitan prints it).  Data are random token ids (a smoke test of the launch
-path, the collective and the arithmetic, not of learning).
+A small Llama-style decoder (RMSNorm, rotary position embeddings, SwiGLU MLP, grouped-query attention with
+``--kv-heads`` key/value heads shared by ``--heads`` query heads; no biases, untied output head) trained with
+DistributedDataParallel over gloo (NCCL on GPUs), launched by torchrun (one process per node).  Before training it
+measures the device's dense GEMM peak with a timed ``torch.matmul`` (on the CPU: the same threads), then prints
+torchtitan's own log lines (``step: .. loss: .. tps: .. tflops: .. mfu: ..%``) so the same parser reads both.
+
+The FLOPs per token are torchtitan's convention, F6 in ``_validation/mfu.py``
+(``torchtitan/models/utils.py::get_dense_model_nparams_and_flops``): ``6*(N - N_emb) + 12*L*H*Q*T`` with N all
+parameters, N_emb the token embedding's, H the query heads and Q the head dimension (GQA's fewer key/value heads
+shrink N, not H*Q; RMSNorm and RoPE count nothing beyond their parameters).  The summary line names the shape
+(``kv_heads``, ``head_dim``, ``ffn_hidden``, ``swiglu``) for ``recipes.smoke_shape``, whose ``ModelShape`` gives
+the same count (tests/unit/validation/test_validation_recipes.py).  ``tps`` is tokens/s per process (per device,
+as torchtitan prints it).  Data are random token ids (a smoke test of the launch path, the collective and
+the arithmetic, not of learning).
 
 ``--device cuda`` trains on the process's GPU (``LOCAL_RANK``; NCCL when distributed); ``--dtype bf16`` runs
 forward and loss under ``torch.autocast`` in bfloat16 (fp32 master weights), ``--dtype fp8`` additionally swaps
@@ -39,40 +45,102 @@ from torch import nn
 import torch.nn.functional as F
 
 
-class Block(nn.Module):
-    def __init__(self, dim, heads):
+# F.scaled_dot_product_attention shares key/value heads across query groups itself from 2.5 (enable_gqa).
+SDPA_GQA = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
+
+
+def rotary(seq, head_dim, device, theta=10000.0):
+    """RoPE's cos and sin, (seq, head_dim) in the rotate-half layout (Su et al., arXiv 2104.09864; Llama's theta).
+
+    PyTorch has no rotary module of its own (torchtune's is outside torch), so this is the one hand-written part.
+    """
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv_freq)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x, cos, sin):
+    """Rotate (batch, heads, seq, head_dim) ``x`` by position: x*cos + rotate_half(x)*sin."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos.to(x.dtype) + torch.cat((-x2, x1), dim=-1) * sin.to(x.dtype)
+
+
+class Attention(nn.Module):
+    """Causal grouped-query attention: ``heads`` query heads share ``kv_heads`` key/value heads."""
+
+    def __init__(self, dim, heads, kv_heads):
         super().__init__()
-        self.heads = heads
-        self.norm1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
-        self.proj = nn.Linear(dim, dim, bias=False)
-        self.norm2 = nn.LayerNorm(dim)
-        self.up = nn.Linear(dim, 4 * dim, bias=False)
-        self.down = nn.Linear(4 * dim, dim, bias=False)
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.wq = nn.Linear(dim, heads * self.head_dim, bias=False)
+        self.wk = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.wv = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.wo = nn.Linear(heads * self.head_dim, dim, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, dummy = x.shape
+        q = self.wq(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        if SDPA_GQA:
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            groups = self.heads // self.kv_heads
+            att = F.scaled_dot_product_attention(q, k.repeat_interleave(groups, dim=1),
+                                                 v.repeat_interleave(groups, dim=1), is_causal=True)
+        return self.wo(att.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+
+
+class FeedForward(nn.Module):
+    """SwiGLU MLP (Shazeer, arXiv 2002.05202): w2(silu(w1 x) * w3 x)."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
-        return x + self.down(F.gelu(self.up(self.norm2(x))))
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads, kv_heads, ffn_hidden):
+        super().__init__()
+        self.attention_norm = nn.RMSNorm(dim, eps=1e-5)
+        self.attention = Attention(dim, heads, kv_heads)
+        self.ffn_norm = nn.RMSNorm(dim, eps=1e-5)
+        self.feed_forward = FeedForward(dim, ffn_hidden)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attention(self.attention_norm(x), cos, sin)
+        return x + self.feed_forward(self.ffn_norm(x))
 
 
 class Decoder(nn.Module):
-    def __init__(self, vocab, dim, layers, heads, seq):
+    def __init__(self, vocab, dim, layers, heads, kv_heads, ffn_hidden):
         super().__init__()
-        self.tok = nn.Embedding(vocab, dim)
-        self.pos = nn.Embedding(seq, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads) for dummy in range(layers))
-        self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head_dim = dim // heads
+        self.tok_embeddings = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(Block(dim, heads, kv_heads, ffn_hidden) for dummy in range(layers))
+        self.norm = nn.RMSNorm(dim, eps=1e-5)
+        self.output = nn.Linear(dim, vocab, bias=False)
 
     def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
+        # cos/sin are recomputed, not buffers: DDP would broadcast buffers before every forward, a collective
+        # inside compute_s that the straggler rule must not see.
+        cos, sin = rotary(idx.shape[1], self.head_dim, idx.device)
+        x = self.tok_embeddings(idx)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.output(self.norm(x))
+
+
+def llama_ffn_hidden(dim, multiple_of=32):
+    """Llama's SwiGLU width: 2/3 of 4*dim (three matrices, the parameters of a 4*dim two-matrix MLP), rounded up."""
+    hidden = int(2 * 4 * dim / 3)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
 def sync(device):
@@ -106,7 +174,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4, help="query heads")
+    parser.add_argument("--kv-heads", type=int, default=0, help="key/value heads (GQA); 0: half of --heads")
+    parser.add_argument("--ffn-hidden", type=int, default=0, help="SwiGLU width; 0: Llama's 8*dim/3 rounded up to 32")
     parser.add_argument("--seq", type=int, default=64)
     parser.add_argument("--vocab", type=int, default=512)
     parser.add_argument("--batch", type=int, default=8)
@@ -120,6 +190,14 @@ def main(argv=None):
     parser.add_argument("--straggle-rank", type=int, default=-1)
     parser.add_argument("--straggle-s", type=float, default=0.0)
     args = parser.parse_args(argv)
+    args.kv_heads = args.kv_heads or max(1, args.heads // 2)
+    args.ffn_hidden = args.ffn_hidden or llama_ffn_hidden(args.dim)
+    if args.dim % args.heads or (args.dim // args.heads) % 2 or args.heads % args.kv_heads:
+        parser.error("--dim must split into --heads heads of even size, and --heads into --kv-heads groups")
+    if not hasattr(nn, "RMSNorm"):
+        print("smoke_unsupported: the Llama-style smoke model needs torch.nn.RMSNorm (PyTorch 2.4+; this is %s)"
+              % torch.__version__, flush=True)
+        return 3
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -155,18 +233,20 @@ def main(argv=None):
         peaks, hosts = [peak], [socket.gethostname() + "/" + os.environ.get("SLURMD_NODENAME", "")]
 
     node_name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-    model = Decoder(args.vocab, args.dim, args.layers, args.heads, args.seq).to(device)
+    model = Decoder(args.vocab, args.dim, args.layers, args.heads, args.kv_heads, args.ffn_hidden).to(device)
     if float8 is not None:
         float8(model)
         log(rank, "Float8 training active (torchao convert_to_float8_training)")
     n_params = sum(p.numel() for p in model.parameters())
-    n_emb = model.tok.weight.numel()
-    # torchtitan: 6*(N - N_emb) + 12*L*H*Q*T with H*Q = dim.  (Position embeddings are
-    # embeddings too; torchtitan's Llama has none, so only the token embedding is subtracted.)
-    flops_per_token = 6 * (n_params - n_emb) + 12 * args.layers * args.dim * args.seq
+    # torchtitan (mfu.py F6): N_emb sums the parameters of the model's nn.Embedding children (here, as in
+    # torchtitan's Llama, the token embedding only: RoPE has no parameters); H*Q counts the query heads.
+    n_emb = sum(p.numel() for m in model.children() if isinstance(m, nn.Embedding) for p in m.parameters())
+    head_dim = args.dim // args.heads
+    flops_per_token = 6 * (n_params - n_emb) + 12 * args.layers * args.heads * head_dim * args.seq
     log(rank, "Model smoke decoder size: {:,} total parameters".format(n_params))
-    log(rank, "Model shape: layers=%d dim=%d heads=%d seq=%d vocab=%d embedding_params=%d world_size=%d"
-        % (args.layers, args.dim, args.heads, args.seq, args.vocab, n_emb, world))
+    log(rank, "Model shape: layers=%d dim=%d heads=%d kv_heads=%d ffn_hidden=%d seq=%d vocab=%d embedding_params=%d "
+        "world_size=%d (Llama-style: RMSNorm, RoPE, SwiGLU, GQA)"
+        % (args.layers, args.dim, args.heads, args.kv_heads, args.ffn_hidden, args.seq, args.vocab, n_emb, world))
     log(rank, "Peak FLOPS used for computing MFU: %.3e (measured: torch.matmul %s %dx%d on %s, %d thread(s))"
         % (peak * 1e12, str(compute).replace("torch.", ""), args.gemm_size, args.gemm_size, device, args.threads))
     log(rank, "Training on %s in %s" % (device, args.dtype))
@@ -209,6 +289,7 @@ def main(argv=None):
     summary = {
         "world_size": world, "hosts": hosts, "gemm_peak_tflops": peaks, "params": n_params,
         "embedding_params": n_emb, "layers": args.layers, "hidden": args.dim, "heads": args.heads,
+        "kv_heads": args.kv_heads, "head_dim": head_dim, "ffn_hidden": args.ffn_hidden, "swiglu": True,
         "seq_len": args.seq, "vocab": args.vocab, "flops_per_token": flops_per_token,
         "tokens_per_s_per_device": sum(post_warmup) / max(1, len(post_warmup)), "steps": args.steps,
         "warmup": args.warmup, "device": str(device), "dtype": args.dtype,

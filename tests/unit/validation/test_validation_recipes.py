@@ -86,8 +86,20 @@ def test_real_smoke_workload_output(repo_root):
     summary = parsed["summary"]
     assert summary["world_size"] == 1 and summary["layers"] == 1 and summary["hidden"] == 64
     shape = _mfu.ModelShape(**_recipes.smoke_shape(summary))
-    # Our torchtitan-convention count equals the workload's own.
+    # Llama-style: grouped-query attention (half as many key/value heads as query heads by default), SwiGLU.
+    assert (shape.heads, shape.kv_heads, shape.head_dim, shape.swiglu) == (4, 2, 16, True)
+    assert shape.ffn_hidden == 192            # Llama's 8*64/3 = 170, rounded up to a multiple of 32
+    # The parameters it reports are those of that shape: q and o full width, k and v kv_heads wide, three SwiGLU
+    # matrices and two RMSNorm weights per layer; token embedding, final RMSNorm, untied output head.
+    h, kv_width, V = shape.hidden, shape.kv_heads * shape.head_dim, shape.vocab
+    per_layer = 2 * h * shape.heads * shape.head_dim + 2 * h * kv_width + 3 * h * shape.ffn_hidden + 2 * h
+    assert summary["params"] == shape.layers * per_layer + V * h + h + h * V
+    assert summary["embedding_params"] == V * h
+    # Our torchtitan-convention count equals the workload's own, for the GQA + SwiGLU shape.
     assert _mfu.flops_per_token(shape, "torchtitan") == summary["flops_per_token"]
+    assert summary["flops_per_token"] == 6 * (summary["params"] - V * h) + 12 * 1 * 4 * 16 * 32
+    # The shape is complete enough for the GQA-aware per-GEMM (megatron) convention too.
+    assert _mfu.flops_per_token(shape, "megatron") > 0
     assert parsed["params"] == summary["params"]
     peak = summary["gemm_peak_tflops"][0]
     assert parsed["peak_flops"] == pytest.approx(peak * 1e12, rel=1e-3)
