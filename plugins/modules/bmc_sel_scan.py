@@ -40,6 +40,17 @@ options:
     description: BMC address or URL per host not in O(bmc_map) (for example the twin's C(bmc_address)).
     type: dict
     default: {}
+  injected:
+    description:
+      - With O(mode=check), per host the messages of SEL entries a fault-injection exercise wrote (the ledger's
+        C(fault_injected) events, M(symphony.cluster.fleet_audit_exercise)); such an entry is judged like any
+        other and marked C([injected]) in the reason and C(injected) in C(observed).
+    type: dict
+    default: {}
+  window:
+    description: With O(mode=check), the reason's words for when the judged entries were logged.
+    type: str
+    default: during burn-in
   validate_certs:
     description: Verify the BMCs' TLS certificates (this module does not return the warning when it is off).
 extends_documentation_fragment:
@@ -112,6 +123,8 @@ ARGUMENT_SPEC = fleet_argument_spec(options={
     "hosts": {"type": "list", "elements": "str", "required": True},
     "marks": {"type": "dict", "default": {}},
     "bmc_addresses": {"type": "dict", "default": {}},
+    "injected": {"type": "dict", "default": {}},
+    "window": {"type": "str", "default": "during burn-in"},
 })
 
 

@@ -12,6 +12,10 @@ description:
   - Stage 5 of symphony.cluster (fleet_audit). Each O(action) is one step, recorded as a ledger event.
   - C(inject_lab) appends an XID record in the kernel's C(/dev/kmsg) format to the lab host's own kernel-log source
     O(kernel_log_source) and records C(fault_injected), marked injected.
+  - C(inject_sel) appends a C(Critical) entry to the node's emulated BMC SEL (C(POST /_emulator/sel) of the
+    symphony emulator, the entry marked injected there too) and records C(fault_injected), marked injected; the
+    next audit's SEL check finds it as a new Critical entry. The BMC is the node's in O(bmc_map), else
+    O(bmc_address).
   - C(inject_dcgm) runs C(dcgmi test --inject) on the XID field (230) of GPU O(gpu) on a real GPU node and returns
     the event; C(record_injection) records that event (O(injection)) in the ledger on the controller.
   - C(resume) returns a node symphony drained (M(symphony.cluster.node_evict) drains it and promotes a spare) to
@@ -25,12 +29,44 @@ options:
   action:
     description: The step.
     type: str
-    choices: [inject_lab, inject_dcgm, record_injection, resume, timings]
+    choices: [inject_lab, inject_sel, inject_dcgm, record_injection, resume, timings]
     required: true
   node:
-    description: The node (inventory and Slurm name).
+    description: The node (its inventory name, which the ledger uses).
     type: str
     required: true
+  slurm_node:
+    description: The node's Slurm C(NodeName), for C(resume) (default O(node); the demo's lab hosts are C(labN)).
+    type: str
+  run_id:
+    description: The fleet-audit run the injection belongs to (recorded with the event; a rerun of an interrupted
+      run does not inject again).
+    type: str
+  bmc_map:
+    description: With C(inject_sel), the BMC map file (the emulator's C(bmcs.json)).
+    type: path
+  bmc_address:
+    description: With C(inject_sel), the BMC's URL or address when O(node) is not in O(bmc_map).
+    type: str
+  sel_message:
+    description: With C(inject_sel), the entry's message.
+    type: str
+  sel_severity:
+    description: With C(inject_sel), the entry's Redfish severity.
+    type: str
+    choices: [OK, Warning, Critical]
+    default: Critical
+  sel_sensor_type:
+    description: With C(inject_sel), the entry's sensor type.
+    type: str
+    default: Critical Interrupt
+  validate_certs:
+    description: With C(inject_sel), verify the emulator's TLS certificate.
+    type: bool
+    default: true
+  ca_path:
+    description: With C(inject_sel), the CA bundle (default the BMC map's C(ca_bundle)).
+    type: path
   kernel_log_source:
     description: With C(inject_lab), the lab host's kernel-log file.
     type: str
@@ -66,6 +102,13 @@ EXAMPLES = r"""
     node: lab2
     kernel_log_source: /var/lib/symphony-lab/lab2.kmsg
   delegate_to: localhost
+
+- name: Inject a Critical SEL entry on an emulated BMC
+  symphony.cluster.fleet_audit_exercise:
+    action: inject_sel
+    node: gpu-r01-u26
+    bmc_map: build/demo/bmcs.json
+  delegate_to: localhost
 """
 
 RETURN = r"""
@@ -86,6 +129,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
 from ansible_collections.symphony.cluster.plugins.module_utils._core.module import run_module
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.bmcmap import load_bmc_map
+from ansible_collections.symphony.cluster.plugins.module_utils._fleet.endpoint import resolve_endpoint
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.metrics import PROMETHEUS_IMPORT_ERROR
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit import exercise
 from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.state import exercise_module
@@ -94,9 +139,18 @@ from ansible_collections.symphony.cluster.plugins.module_utils._host.slurm impor
 
 ARGUMENT_SPEC = {
     "ledger": {"type": "str"},
-    "action": {"type": "str", "choices": ["inject_lab", "inject_dcgm", "record_injection", "resume", "timings"],
-               "required": True},
+    "action": {"type": "str", "choices": ["inject_lab", "inject_sel", "inject_dcgm", "record_injection", "resume",
+                                          "timings"], "required": True},
     "node": {"type": "str", "required": True},
+    "slurm_node": {"type": "str"},
+    "run_id": {"type": "str"},
+    "bmc_map": {"type": "path"},
+    "bmc_address": {"type": "str"},
+    "sel_message": {"type": "str"},
+    "sel_severity": {"type": "str", "choices": ["OK", "Warning", "Critical"], "default": "Critical"},
+    "sel_sensor_type": {"type": "str", "default": "Critical Interrupt"},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_path": {"type": "path"},
     "kernel_log_source": {"type": "str"},
     "xid": {"type": "int", "default": 79},
     "gpu": {"type": "int", "default": 0},
@@ -108,13 +162,23 @@ ARGUMENT_SPEC = {
 def _run(params, check_mode):
     action = params["action"]
     slurm = Slurm(env=dict(os.environ, SLURM_CONF=params["slurm_conf"])) if params.get("slurm_conf") else None
-    if action in ("inject_lab", "inject_dcgm"):
+    if action in ("inject_lab", "inject_sel", "inject_dcgm"):
         if check_mode:
             return {"changed": True, "event": {}}
         if action == "inject_lab":
             if not params.get("kernel_log_source"):
                 raise ValidationError("inject_lab needs kernel_log_source", where="kernel_log_source")
             data = exercise.inject_lab(params["kernel_log_source"], params["xid"])
+        elif action == "inject_sel":
+            bmc_map = load_bmc_map(params["bmc_map"]) if params.get("bmc_map") else {}
+            endpoint, entry = resolve_endpoint(params["node"], bmc_map, address=params.get("bmc_address"))
+            if not endpoint:
+                raise ValidationError("inject_sel: no BMC for %s (not in bmc_map, no bmc_address)" % params["node"],
+                                      where="bmc_map")
+            data = exercise.inject_sel(endpoint["url"], params.get("sel_message") or exercise.DEFAULT_SEL_MESSAGE,
+                                       params["sel_severity"], params["sel_sensor_type"],
+                                       ca_path=params.get("ca_path") or entry.get("ca_path"),
+                                       validate_certs=params["validate_certs"])
         else:
             argv = exercise.dcgm_inject_argv(params["gpu"], params["xid"])
             res = run(argv, 60)
@@ -123,8 +187,10 @@ def _run(params, check_mode):
                                       where="dcgmi")
             # the node has no ledger: the role records the event on the controller (record_injection)
             return {"changed": True, "event": {"kind": "xid", "xid": params["xid"], "method": "dcgmi_inject",
-                                               "argv": argv, "gpu": params["gpu"], "injected": True}}
-        return exercise_module(dict(params, action="record_injection", injection=data), False)
+                                               "argv": argv, "gpu": params["gpu"], "injected": True,
+                                               "run_id": params.get("run_id")}}
+        return exercise_module(dict(params, action="record_injection", injection=dict(data, run_id=params.get(
+            "run_id"))), False)
     return exercise_module(params, check_mode, slurm)
 
 

@@ -10,6 +10,12 @@ module: fleet_audit_state
 short_description: What the ledger holds for a fleet audit, before it (previous readings) and after it (drift table)
 description:
   - Stage 5 of symphony.cluster (fleet_audit), the ledger side.
+  - O(mode=lock) takes the fleet audit's run lock, a lease in the ledger held for the C(ansible-playbook)
+    process. A run that overlaps a running one fails at once with a message naming the holder. It returns the
+    run id, and when the last run was interrupted (it started and never finished) it resumes it, with the same run id,
+    C(done) the hosts that run already recorded (the role skips them) and C(injected) the nodes it injected on
+    (not injected again), so a rerun writes no row twice. O(mode=unlock) records the run finished and releases
+    the lock.
   - O(mode=before) returns per host the previous audit's readings (kernel-log cursor and open findings, counter
     snapshots), the kernel-log messages the exercise injected, when the node last passed burn_in, and the SEL mark
     the previous audit left.
@@ -31,8 +37,20 @@ options:
   mode:
     description: What to read or append (see the description).
     type: str
-    choices: [before, after, mark_sel]
+    choices: [lock, unlock, before, after, mark_sel]
     default: before
+  run_id:
+    description: This run's id (from O(mode=lock)); with O(mode=before) this run's own SEL marks are not the
+      previous audit's, with O(mode=mark_sel) a host this run already marked is not marked again.
+    type: str
+  lock_id:
+    description: With O(mode=unlock), the C(lock_id) O(mode=lock) returned.
+    type: str
+  lock_ttl_s:
+    description: With O(mode=lock), seconds the lock outlives its holder when that is on another host (a holder
+      on this host whose playbook is gone frees it at once).
+    type: float
+    default: 3600
   sel_marks:
     description: With O(mode=mark_sel), C({host -> SEL mark}).
     type: dict
@@ -48,7 +66,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - O(mode=mark_sel) appends nothing in check mode.
+      - O(mode=mark_sel) appends nothing in check mode; O(mode=lock) and O(mode=unlock) take and release nothing.
   diff_mode:
     support: none
 """
@@ -63,6 +81,28 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+run_id:
+  description: With O(mode=lock), the run's id (a resumed run's when C(resumed)).
+  returned: with O(mode=lock)
+  type: str
+lock_id:
+  description: With O(mode=lock), the lock's id, for O(mode=unlock).
+  returned: with O(mode=lock)
+  type: str
+resumed:
+  description: With O(mode=lock), whether an interrupted run is resumed.
+  returned: with O(mode=lock)
+  type: bool
+done:
+  description: With O(mode=lock), the hosts the resumed run already recorded.
+  returned: with O(mode=lock)
+  type: list
+  elements: str
+injected:
+  description: With O(mode=lock), the nodes the resumed run already injected a fault on.
+  returned: with O(mode=lock)
+  type: list
+  elements: str
 hosts:
   description: Per host the state (O(mode=before)), or C(drift), C(exercise) and C(metrics) (O(mode=after)).
   returned: always
@@ -82,13 +122,19 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit.stat
 ARGUMENT_SPEC = {
     "ledger": {"type": "str"},
     "hosts": {"type": "list", "elements": "str", "required": True},
-    "mode": {"type": "str", "choices": ["before", "after", "mark_sel"], "default": "before"},
+    "mode": {"type": "str", "choices": ["lock", "unlock", "before", "after", "mark_sel"], "default": "before"},
+    "run_id": {"type": "str"},
+    "lock_id": {"type": "str"},
+    "lock_ttl_s": {"type": "float", "default": 3600},
     "sel_marks": {"type": "dict", "default": {}},
     "report_dir": {"type": "path"},
 }
 
 
 def _run(params, check_mode):
+    if check_mode and params["mode"] in ("lock", "unlock"):
+        return {"changed": False, "run_id": params.get("run_id") or "check-mode", "lock_id": "", "resumed": False,
+                "done": [], "injected": [], "hosts": {}}
     if check_mode and params["mode"] == "mark_sel":
         return {"changed": True, "hosts": {}}
     if check_mode:

@@ -18,9 +18,13 @@ author:
   - symphony.cluster maintainers (@symphony-cluster)
 options:
   node:
-    description: The node to drain.
+    description: The node to drain (its inventory name, which the ledger uses).
     type: str
     required: true
+  slurm_node:
+    description: The node's Slurm C(NodeName) when it is not O(node) (the demo's lab hosts are C(labN)); Slurm is
+      asked and drained by this name. Default O(node).
+    type: str
   reason:
     description: Why (Slurm keeps it with the node; the ledger keeps it with the event).
     type: str
@@ -87,6 +91,7 @@ from ansible_collections.symphony.cluster.plugins.module_utils._validation.tasks
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
+    "slurm_node": {"type": "str"},
     "reason": {"type": "str", "required": True},
     "spares": {"type": "list", "elements": "str", "default": []},
     "exclude": {"type": "list", "elements": "str", "default": []},

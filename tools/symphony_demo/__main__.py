@@ -275,10 +275,16 @@ def fleet_audit_pass(console, spec):
     xid = (spec or {}).get("xid") or {}
     FLEET_AUDIT_VARS.write_text(json.dumps({"fleet_audit_exercise_node": xid.get("node", ""),
                                             "fleet_audit_exercise_xid": xid.get("xid", 79)}, indent=1) + "\n")
-    return run_playbook(console, "fleet_audit.yml", [CALIBRATED_VARS, FLEET_AUDIT_VARS], [], LOG, append=True)
+    rc = run_playbook(console, "fleet_audit.yml", [CALIBRATED_VARS, FLEET_AUDIT_VARS], [], LOG, append=True)
+    if rc not in (0, 2) or not xid.get("node"):
+        return rc
+    # the rest of the exercise, on the XID node alone: drain + spare, quick re-burn-in, return to service
+    from symphony_demo.exercise import return_to_service
+    back = return_to_service(console, xid["node"], run_playbook, [CALIBRATED_VARS, FLEET_AUDIT_VARS], LOG)
+    return back if back not in (0, 2) else rc
 
 
-def summarise(console, wall_s, rc):
+def summarise(console, wall_s, rc, exercise_node=None):
     from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
     from ansible_collections.symphony.cluster.plugins.module_utils._core.report import write_report
     from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES
@@ -322,6 +328,15 @@ def summarise(console, wall_s, rc):
     written = write_report(ledger, str(REPORT), twin.nodes)
     summary = {"wall_s": round(wall_s, 1), "ansible_rc": rc, "nodes": nodes,
                "report": os.path.relpath(written["paths"]["html"], ROOT), "ledger": os.path.relpath(LEDGER, ROOT)}
+    if exercise_node:
+        from symphony_demo.exercise import exercise_timings, timing_cells
+        timings = exercise_timings(ledger, exercise_node)
+        summary["fleet_audit_exercise"] = timings
+        exercise = Table(title="fleet_audit exercise: seconds after the injected XID (from the ledger)")
+        for col in ("node", "detect", "drain", "replace", "return", "spare"):
+            exercise.add_column(col, no_wrap=True)
+        exercise.add_row(exercise_node, *timing_cells(timings), timings["spare"] or "—")
+        console.print(exercise)
     SUMMARY.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     console.print("summary: %s   report: %s   ansible log: %s   (%.0f s)" % (
         os.path.relpath(SUMMARY, ROOT), summary["report"], os.path.relpath(LOG, ROOT), wall_s))
@@ -384,7 +399,9 @@ def main(argv=None):
         audit_rc = fleet_audit_pass(console, audit_spec)
         if audit_rc not in (0, 2):
             rc = audit_rc
-    summary = summarise(console, time.monotonic() - start, rc)
+    exercise_node = ((audit_spec or {}).get("xid") or {}).get("node") if audit_spec and not args.ansible_args \
+        else None
+    summary = summarise(console, time.monotonic() - start, rc, exercise_node)
     # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else
     # (syntax error, unreachable controller, a crash) or a node no stage looked at is a broken demo.
     unaudited = [h for h, n in summary["nodes"].items() if n["last_stage"] is None]

@@ -38,6 +38,8 @@ from symphony_emulator.tree import build_tree
 # $expand=<*|.|~>[($levels=n)] (DSP0266 "Query parameters", $expand)
 _EXPAND = re.compile(r"^(?P<kind>[*.~])(?:\(\$levels=(?P<levels>\d+)\))?$")
 _LINK_KEYS = frozenset(["@odata.id", "@odata.type", "@odata.etag"])
+# Redfish LogEntry.Severity (DSP0268): what an injected SEL entry may be.
+SEL_SEVERITIES = ("OK", "Warning", "Critical")
 
 
 class State:
@@ -148,12 +150,27 @@ class BMC(Actions, FirmwareUpdates, Settings):
         for d in self.spec.by_kind.get("sel_critical", []):
             self._add_sel("Critical", d["message"], "Critical Interrupt", w - 600)
 
-    def _add_sel(self, severity, message, sensor_type, when=None):
+    def _add_sel(self, severity, message, sensor_type, when=None, injected=False):
         n = len(self.state.sel) + 1
-        self.state.sel.append({"Id": str(n), "Name": "SEL entry %d" % n, "Severity": severity, "Message": message,
-                               "SensorType": sensor_type, "EntryCode": "Assert",
-                               "Created": now_iso(when if when is not None else self._wall())})
+        entry = {"Id": str(n), "Name": "SEL entry %d" % n, "Severity": severity, "Message": message,
+                 "SensorType": sensor_type, "EntryCode": "Assert",
+                 "Created": now_iso(when if when is not None else self._wall())}
+        if injected:   # a fault-injection exercise's entry says so to anyone who reads the SEL
+            entry["Oem"] = {"Symphony": {"Injected": True}}
+        self.state.sel.append(entry)
         self.invalidate()
+        return entry
+
+    def inject_sel(self, values):
+        """``POST /_emulator/sel``: append one SEL entry marked injected (``{severity, message, sensor_type}``;
+        severity one of Redfish's OK, Warning, Critical).  Returns the entry; ValueError for a bad body."""
+        if not isinstance(values, dict) or not isinstance(values.get("message"), str) or not values["message"]:
+            raise ValueError("body must be {\"severity\": \"Critical\", \"message\": text, \"sensor_type\": text}")
+        severity = values.get("severity", "Critical")
+        if severity not in SEL_SEVERITIES:
+            raise ValueError("severity %r is not one of %s" % (severity, ", ".join(SEL_SEVERITIES)))
+        return dict(self._add_sel(severity, values["message"], str(values.get("sensor_type") or "Critical Interrupt"),
+                                  injected=True))
 
     def schedule(self, delay, fn):
         """Run ``fn(due)`` once ``delay`` seconds have passed (at the next request or tick)."""
@@ -264,6 +281,13 @@ class BMC(Actions, FirmwareUpdates, Settings):
             self.state.versions[comp] = version
             self.invalidate()
             return jreply(200, {"firmware": dict(self.state.versions)})
+        if sub == "sel" and method == "POST":
+            # the fleet audit's exercise: a critical entry in the SEL, as a failing part would log it
+            try:
+                entry = self.inject_sel(json.loads(body or b"{}"))
+                return jreply(200, {"entry": entry, "entries": len(self.state.sel)})
+            except ValueError as exc:
+                return jreply(400, {"error": str(exc)})
         return jreply(404, {"error": "unknown control endpoint %s %s" % (method, path)})
 
     def describe(self):

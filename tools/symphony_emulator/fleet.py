@@ -308,6 +308,11 @@ class Fleet(_LoopThread):
         """Replace one node's fault overrides at run time; returns the effective faults."""
         return self._call(lambda: self.bmcs[hostname].set_faults(values))
 
+    def inject_sel(self, hostname, message, severity="Critical", sensor_type="Critical Interrupt"):
+        """Append one SEL entry to ``hostname``'s BMC, marked injected (as ``POST /_emulator/sel``); returns it."""
+        values = {"message": message, "severity": severity, "sensor_type": sensor_type}
+        return self._call(lambda: self.bmcs[hostname].inject_sel(values))
+
     def stop(self):
         """Stop serving (so no request starts a guest again), then every QEMU guest: a guest never outlives its
         emulator."""

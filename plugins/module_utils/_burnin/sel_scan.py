@@ -46,6 +46,7 @@ NOT_CONFIGURED = "no BMC credentials given (set burn_in_bmc_map or burn_in_bmc_u
 # How many distinct messages a reason names before "and N more".
 REASON_MESSAGES = 5
 OBSERVED_ENTRIES = 20
+WINDOW = "during burn-in"
 
 
 def _iso(ts):
@@ -149,18 +150,20 @@ def _text(entry):
     return (entry.message or entry.message_id or "(no message)").strip()
 
 
-def describe_entries(entries, limit=REASON_MESSAGES):
+def describe_entries(entries, limit=REASON_MESSAGES, injected=()):
     """``'msg' at T`` per distinct message (``'msg' x3 from T1 to T2`` when repeated), in time order,
-    at most ``limit`` messages then ``and N more``."""
+    at most ``limit`` messages then ``and N more``; a message in ``injected`` is followed by ``[injected]``."""
     groups = {}
     for entry in entries:
         groups.setdefault(_text(entry), []).append(entry.created or "an unknown time")
     parts = []
+    marks = set(injected or ())
     for message, times in groups.items():
+        tag = " [injected]" if message in marks else ""
         if len(times) == 1:
-            parts.append("'%s' at %s" % (message, times[0]))
+            parts.append("'%s' at %s%s" % (message, times[0], tag))
         else:
-            parts.append("'%s' x%d from %s to %s" % (message, len(times), min(times), max(times)))
+            parts.append("'%s' x%d from %s to %s%s" % (message, len(times), min(times), max(times), tag))
     if len(parts) > limit:
         parts = parts[:limit] + ["and %d more" % (len(parts) - limit)]
     return ", ".join(parts)
@@ -170,12 +173,16 @@ def _plural(n, word):
     return "%d %s entr%s" % (n, word, "y" if n == 1 else "ies")
 
 
-def _observed(entries):
-    return [{"id": e.id, "log": e.log, "created": e.created, "severity": e.severity, "message": e.message,
-             "message_id": e.message_id} for e in entries[:OBSERVED_ENTRIES]]
+def _observed(entries, marks=frozenset()):
+    out = [{"id": e.id, "log": e.log, "created": e.created, "severity": e.severity, "message": e.message,
+            "message_id": e.message_id} for e in entries[:OBSERVED_ENTRIES]]
+    for row, entry in zip(out, entries):
+        if _text(entry) in marks:
+            row["injected"] = True
+    return out
 
 
-def judge_sel(mark, inv, error=None):
+def judge_sel(mark, inv, error=None, injected=(), window=WINDOW):
     """Judge the entries the BMC logged between ``mark`` and ``inv``: an :class:`Outcome`.
 
     ``mark``: :func:`sel_mark`'s dict, or ``{"error": reason}`` when the BMC could not be read
@@ -183,7 +190,10 @@ def judge_sel(mark, inv, error=None):
     None with ``error`` (why the BMC could not be read).  ``fail`` on any new ``Critical`` entry
     (even when part of the SEL could not be read), ``not_run`` when the BMC or part of its SEL
     could not be read before or after, else ``pass`` with the new ``Warning`` entries in the reason.
-    Severity is Redfish ``LogEntry.Severity`` (DSP0268: OK, Warning, Critical).
+    Severity is Redfish ``LogEntry.Severity`` (DSP0268: OK, Warning, Critical).  ``injected``: the messages of
+    entries a fault-injection exercise wrote (the ledger's ``fault_injected`` events): such an entry is judged like
+    any other and marked ``[injected]`` in the reason, ``injected`` in ``observed``.  ``window``: the words for
+    when the entries were logged (``during burn-in``; the fleet audit's ``since the previous audit``).
     """
     if not mark:
         return not_run("the SEL was not marked before burn-in, so entries written during it cannot be told "
@@ -195,13 +205,17 @@ def judge_sel(mark, inv, error=None):
     entries, notes = new_entries(mark, inv)
     critical = [e for e in entries if e.severity == "Critical"]
     warning = [e for e in entries if e.severity == "Warning"]
+    marks = frozenset(m for m in (injected or ()) if m)
     observed = {"new_entries": len(entries), "critical": len(critical), "warning": len(warning),
-                "marked_at": mark.get("marked_at"), "entries": _observed(critical + warning)}
+                "marked_at": mark.get("marked_at"), "entries": _observed(critical + warning, marks)}
+    if marks:
+        observed["injected"] = any(_text(e) in marks for e in critical + warning)
     if notes:
         observed["notes"] = notes
     gaps = _sel_gaps(inv)
     if critical:
-        reason = "SEL: %s during burn-in: %s" % (_plural(len(critical), "Critical"), describe_entries(critical))
+        reason = "SEL: %s %s: %s" % (_plural(len(critical), "Critical"), window,
+                                      describe_entries(critical, injected=marks))
         if gaps:
             reason += "; part of the SEL could not be read (%s)" % _describe_gaps(gaps)
         return failed(reason, REMEDIATION, observed=observed, expected={"critical": 0})
@@ -210,11 +224,11 @@ def judge_sel(mark, inv, error=None):
     if mark.get("incomplete"):
         return not_run("BMC SEL could not be read completely before burn-in (%s)" % mark["incomplete"])
     if warning:
-        reason = "SEL: no Critical entries during burn-in; %s: %s" % (
-            _plural(len(warning), "Warning"), describe_entries(warning))
+        reason = "SEL: no Critical entries %s; %s: %s" % (
+            window, _plural(len(warning), "Warning"), describe_entries(warning, injected=marks))
     else:
-        reason = "SEL: no Critical or Warning entries during burn-in (%d new entr%s)" % (
-            len(entries), "y" if len(entries) == 1 else "ies")
+        reason = "SEL: no Critical or Warning entries %s (%d new entr%s)" % (
+            window, len(entries), "y" if len(entries) == 1 else "ies")
     if notes:
         reason += "; " + "; ".join(notes)
     return passed(observed=observed, expected={"critical": 0}, reason=reason)
@@ -294,7 +308,8 @@ def sel_scan(params, client_factory=None, now=None):
     ``params``: ``mode`` (``mark``/``check``), ``hosts`` (names), ``bmc_map`` (path, see
     ``_fleet.bmcmap.load_bmc_map``), ``bmc_addresses`` ({host: address or URL}), ``username``,
     ``password``, ``validate_certs``, ``ca_path``, ``auth``, ``connect_timeout``, ``read_timeout``
-    (seconds), ``retries``, ``workers``, ``marks`` ({host: mark}, for ``check``).
+    (seconds), ``retries``, ``workers``, ``marks`` ({host: mark}, for ``check``), ``injected`` ({host:
+    [messages a fault-injection exercise wrote]}, for ``check``), ``window`` (the reason's words for when).
     Returns ``{"changed": False, "marks": {host: mark}}`` for ``mark`` (a mark is
     ``{"error": reason}`` for a BMC that could not be read), ``{"changed": False, "checks":
     {host: gate_record check dict}, "summary": {status: n}, "failed_hosts": [...]}`` for ``check``.
@@ -331,7 +346,9 @@ def sel_scan(params, client_factory=None, now=None):
             out_marks[host] = sel_mark(inv, now) if inv is not None else {"error": error, "marked_at": _iso(now)}
             continue
         # a node whose worker process died is blocked with the reason: nothing was read, nothing is judged
-        result = check_dict(Outcome(BLOCKED, error) if worker_lost(outcome) else judge_sel(marks.get(host), inv, error))
+        result = check_dict(Outcome(BLOCKED, error) if worker_lost(outcome) else judge_sel(
+            marks.get(host), inv, error, injected=(params.get("injected") or {}).get(host) or (),
+            window=params.get("window") or WINDOW))
         result["reason"] = scrub(result["reason"], secrets)
         checks[host] = result
         summary[result["status"]] = summary.get(result["status"], 0) + 1

@@ -113,7 +113,9 @@ def read_ledger_view(location: Optional[str] = None) -> Dict[str, Any]:
     ``positions`` is :func:`read_positions`' mapping.  ``promoted`` names the twin spares cluster_validation
     promoted into service (``spare_promoted`` events; the latest one for a node wins) with the node each replaced: they
     are in the cluster now, so the inventory takes them out of ``spares`` (never offered twice) and a rerun
-    of cluster_validation includes them.  Same ``location`` rules and errors as :func:`read_positions`.
+    of cluster_validation includes them.  A ``spare_returned`` event after a spare's promotion (the fleet audit
+    resumed the node it stood in for) puts it back in the pool.  Same ``location`` rules and errors as
+    :func:`read_positions`.
     """
     location = location or default_ledger_path()
     if not ledger_exists(location):
@@ -121,8 +123,14 @@ def read_ledger_view(location: Optional[str] = None) -> Dict[str, Any]:
     ledger = open_ledger(location)
     try:
         gates = ledger.current_gates()
-        promoted = {event["node"]: (event["data"] or {}).get("replaces")
-                    for event in ledger.events(kind="spare_promoted")}
+        moves = sorted(ledger.events(kind="spare_promoted") + ledger.events(kind="spare_returned"),
+                       key=lambda event: event["recorded_at"])
+        promoted: Dict[str, Any] = {}
+        for event in moves:
+            if event["kind"] == "spare_promoted":
+                promoted[event["node"]] = (event["data"] or {}).get("replaces")
+            else:
+                promoted.pop(event["node"], None)
     finally:
         ledger.close()
     out: Dict[str, Tuple[str, str, str, List[str]]] = {}

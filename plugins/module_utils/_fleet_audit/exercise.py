@@ -12,6 +12,8 @@ Injection, marked ``injected`` in the ledger event and in every result that dete
   (field 230 is ``DCGM_FI_DEV_XID_ERRORS``, dcgm_fields.h);
 * in the lab, an XID record in the kernel's real ``/dev/kmsg`` format appended to the host's own kernel-log
   source (network namespaces share one kernel, so each lab host reads its own file).
+* on an emulated BMC, a ``Critical`` entry in its SEL (``POST /_emulator/sel`` of tools/symphony_emulator, the
+  entry itself marked ``Oem.Symphony.Injected``), which the next audit's SEL check judges as new (kind ``sel``).
 
 The timings come from the ledger's timestamps only (events ``fault_injected``, ``drain``, ``spare_promoted``,
 ``resume``; the first ``fleet_audit`` ``kernel_log`` fail marked injected): nothing is timed by a stopwatch here.
@@ -19,11 +21,15 @@ The timings come from the ledger's timestamps only (events ``fault_injected``, `
 
 from __future__ import annotations
 
+import json
+import ssl
 import time
+import urllib.error
+import urllib.request
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .._core.errors import ValidationError
-from .._core.gate import FAIL, PASS
+from .._core.errors import RedfishError, ValidationError
+from .._core.gate import BLOCKED, FAIL, PASS
 
 DCGM_XID_FIELD = 230
 # Xid 79: "GPU has fallen off the bus" (NVIDIA Xid Catalog; severity fail in _host.parsers.xid).
@@ -78,6 +84,51 @@ def dcgm_inject_argv(gpu: int, xid: int = DEFAULT_XID) -> List[str]:
     return ["dcgmi", "test", "--inject", "--gpuid", str(gpu), "-f", str(DCGM_XID_FIELD), "-v", str(xid)]
 
 
+# What a failing GPU's PCIe slot makes a BMC log (IPMI sensor type 13h "Critical Interrupt", a PCI SERR); the
+# Redfish Severity is what the SEL check judges.
+DEFAULT_SEL_MESSAGE = "Critical Interrupt: PCI SERR on GPU slot 3 (bus 3b, device 00, function 0) - Asserted"
+DEFAULT_SEL_SENSOR = "Critical Interrupt"
+SEL_SEVERITIES = ("OK", "Warning", "Critical")
+
+
+def sel_request(message: str = DEFAULT_SEL_MESSAGE, severity: str = "Critical",
+                sensor_type: str = DEFAULT_SEL_SENSOR) -> Dict[str, str]:
+    """The ``POST /_emulator/sel`` body (ValidationError for an empty message or a severity Redfish lacks)."""
+    if not message:
+        raise ValidationError("the SEL entry needs a message", where="sel_message")
+    if severity not in SEL_SEVERITIES:
+        raise ValidationError("SEL severity must be one of %s, not %r" % (", ".join(SEL_SEVERITIES), severity),
+                              where="sel_severity")
+    return {"severity": severity, "message": message, "sensor_type": sensor_type or DEFAULT_SEL_SENSOR}
+
+
+def inject_sel(url: str, message: str = DEFAULT_SEL_MESSAGE, severity: str = "Critical",
+               sensor_type: str = DEFAULT_SEL_SENSOR, ca_path: Optional[str] = None, validate_certs: bool = True,
+               timeout_s: float = 10.0, opener: Any = None) -> Dict[str, Any]:
+    """Append a SEL entry to the emulated BMC at ``url`` (``POST <url>/_emulator/sel``); returns the
+    ``fault_injected`` data.  RedfishError when the BMC is not an emulator's or refuses; ``opener``: for tests,
+    ``urllib.request.urlopen``'s stand-in."""
+    body = sel_request(message, severity, sensor_type)
+    context = None
+    if url.startswith("https:"):
+        context = ssl.create_default_context(cafile=ca_path or None)
+        if not validate_certs:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    request = urllib.request.Request(url.rstrip("/") + "/_emulator/sel", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with (opener or urllib.request.urlopen)(request, timeout=timeout_s, context=context) as reply:
+            answer = json.loads(reply.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        raise RedfishError("POST %s/_emulator/sel answered %d: %s (only the symphony emulator takes injected SEL "
+                       "entries)" % (url, exc.code, exc.read()[:200].decode("utf-8", "replace")), where=url)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise RedfishError("POST %s/_emulator/sel failed: %s" % (url, exc), where=url)
+    entry = answer.get("entry") or {}
+    return dict(body, kind="sel", method="emulator_sel", bmc=url, entry_id=entry.get("Id"),
+                created=entry.get("Created"), injected=True)
+
+
 def _first(events: Sequence[Mapping[str, Any]], kind: str, after: float, node: Optional[str] = None,
            key: Optional[str] = None) -> Optional[Mapping[str, Any]]:
     for ev in events:
@@ -125,15 +176,23 @@ def may_resume(burn_in_results: Sequence[Any], burn_in_gate: Optional[str], drai
     """None when the node may return to service, else why not.
 
     A node returns only after a quick re-burn-in that passed after it was drained: the current ``burn_in`` gate
-    is ``pass`` and every one of its latest results finished after the drain (an older pass proves nothing about
-    the fault).
+    is ``pass`` and the latest burn-in run that finished after the drain (``burn_in_results``' rows after
+    ``drained_at``, grouped by run id) passed: none of its checks failed or was blocked, and at least one passed.
+    A quick re-burn-in runs a subset of the tiers, so the checks it did not repeat keep their older results; those
+    prove nothing about the fault, and they neither count for the re-burn-in nor hold the node back.
     """
     if drained_at is None:
         return "the node was not drained by the exercise (no drain event after the injection)"
     if burn_in_gate != PASS:
         return "its burn_in gate is %s, not pass: rerun the quick re-burn-in first" % (burn_in_gate or "absent")
-    stale = [r.check for r in burn_in_results if r.finished < drained_at]
-    if stale or not burn_in_results:
-        return "the burn_in results %s predate the drain: rerun the quick re-burn-in first" % (
-            ", ".join(stale[:5]) or "(none)")
+    after = [r for r in burn_in_results if r.finished >= drained_at]
+    if not after:
+        return "no burn-in ran after the drain (its burn_in results all predate it): rerun the quick re-burn-in first"
+    latest = max(after, key=lambda r: r.finished).run_id
+    run = [r for r in after if r.run_id == latest]
+    bad = ["%s %s" % (r.check, r.status) for r in run if r.status in (FAIL, BLOCKED)]
+    if bad:
+        return "the re-burn-in after the drain (run %s) did not pass: %s" % (latest, ", ".join(bad[:5]))
+    if not any(r.status == PASS for r in run):
+        return "the re-burn-in after the drain (run %s) passed no check: rerun the quick re-burn-in" % latest
     return None
