@@ -28,7 +28,8 @@ ROLE = ROOT / "roles" / "cluster_validation"
 
 @pytest.fixture(scope="module")
 def lab():
-    with symphony_lab.running(n=4) as running_lab:
+    # 8 hosts: the ladder's 8-node rung (issue 18); the other tests use the first ones
+    with symphony_lab.running(n=8) as running_lab:
         yield running_lab
 
 
@@ -119,10 +120,10 @@ def test_smoke_run_hot_node_drained_spare_promoted_rerun_passes(lab, tmp_path, l
                 slurm.resume(node)
 
 
-def test_ladder_on_four_lab_hosts_samples_during_the_job_and_finds_the_straggler(lab, tmp_path, ledger_path):
-    """The 1 -> 2 -> 4 ladder on a 4-node play (the lab's default size), one script per scale and precision, the
-    node count from the allocation; the sampler on every node reads the lab GPU source, into which lab2 GPU 1's
-    heat is injected only once a job runs; rank 2 (lab3's, in the 4-node job) is slowed by 1 s per step."""
+def test_ladder_on_eight_lab_hosts_samples_during_the_job_and_finds_the_straggler(lab, tmp_path, ledger_path):
+    """The 1 -> 2 -> 4 -> 8 ladder on an 8-node play, one script per scale and precision, the node count from the
+    allocation; the sampler on every node reads the lab GPU source, into which lab2 GPU 1's heat is injected only
+    once a job runs; rank 2 (lab3's, in the 4- and 8-node jobs) is slowed by 1 s per step."""
     slurm = _slurm.Slurm(env=lab.slurm_env)
     for node in lab.names:
         if _slurm.is_drained(slurm.node_states([node])[node]["state"]):
@@ -153,7 +154,7 @@ def test_ladder_on_four_lab_hosts_samples_during_the_job_and_finds_the_straggler
 
     slurm.submit = submit_then_inject
     ledger = _ledger.open_ledger(ledger_path)
-    opts = {"nodes": list(lab.names[:4]), "spares": [], "template": str(ROLE / "templates" / "sbatch.j2"),
+    opts = {"nodes": list(lab.names[:8]), "spares": [], "template": str(ROLE / "templates" / "sbatch.j2"),
             "job": job, "script_dir": str(work), "log_dir": str(work / "logs"), "job_name": "cluster-validation",
             "partition": lab.slurm, "timeout_s": scaled(180), "log_format": "smoke", "ladder_max_nodes": 8,
             "targets": [{"recipe": "smoke", "precision": "fp32", "min_mfu_pct": 0.1, "convention": "torchtitan"}],
@@ -163,13 +164,14 @@ def test_ladder_on_four_lab_hosts_samples_during_the_job_and_finds_the_straggler
     try:
         out = _cluster_run.run_cluster_validation(opts, ledger, slurm, "cv-ladder-1")
         runs = out["result"]["attempts"][0]["runs"]
-        assert [(r["scale_nodes"], r["job"]["state"]) for r in runs] == [(1, "COMPLETED"), (2, "COMPLETED"),
-                                                                         (4, "COMPLETED")], [r["reason"] for r in runs]
+        assert [(r["scale_nodes"], r["job"]["state"]) for r in runs] == [
+            (1, "COMPLETED"), (2, "COMPLETED"), (4, "COMPLETED"), (8, "COMPLETED")], [r["reason"] for r in runs]
         assert sorted(os.path.basename(p) for p in os.listdir(work) if p.endswith(".sbatch")) == [
-            "cluster_validation-fp32-1n.sbatch", "cluster_validation-fp32-2n.sbatch", "cluster_validation-fp32-4n.sbatch"]
+            "cluster_validation-fp32-%dn.sbatch" % n for n in (1, 2, 4, 8)]
         rows = {(r.node, r.check): r for r in ledger.current_results(stage="cluster_validation")}
         assert rows[("lab1", "scale_2n_fp32")].evidence["nodes"] == ["lab1", "lab2"]
         assert ("lab3", "scale_2n_fp32") not in rows and rows[("lab3", "scale_4n_fp32")].evidence["scale_nodes"] == 4
+        assert rows[("lab8", "scale_8n_fp32")].evidence["scale_nodes"] == 8 and ("lab8", "scale_4n_fp32") not in rows
         # The hot GPU, from samples the job's own samplers took, named as the lab source.
         outlier = rows[("lab2", "telemetry_outliers")]
         assert outlier.status == "fail" and any(o["gpu"] == 1 for o in outlier.observed)
