@@ -134,7 +134,7 @@ def stage_only(twin_path, bmc_map, workdir, limit):
     from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage
     from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
     from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin
-    skus = load_skus(str(ROOT / "skus"))
+    skus = load_skus(str(TREE / "skus"))  # the tree's own SKUs: a later SKU file may use keys its code lacks
     twin = load_twin(str(twin_path), skus.keys())
     nodes = {h: twin.nodes[h] for h in sorted(twin.nodes)[:limit]}
     workdir = pathlib.Path(workdir)
