@@ -68,11 +68,12 @@ PROFILE_RATE_HZ = 200
 # by the transport is json; an SSL read under urllib3 is tls).
 LAYERS = (
     ("tls", ("ssl.py", "_ssl")),
-    ("json", ("json/", "orjson", "_redfish/transport.py:_decode")),  # file:function for orjson, C underneath
+    # file:function for orjson, C underneath
+    ("json", ("json/", "orjson", "_redfish/transport.py:_decode", "_redfish/fastpath.py:decode_body")),
     ("ledger", ("_core/ledger", "sqlite3/", "_core/dispatch.py", "_core/leases.py")),
     ("sushy", ("sushy/",)),
     ("http", ("http/client.py", "urllib3/", "requests/", "socket.py", "selectors.py", "email/", "http/cookiejar.py",
-              "urllib/parse.py")),
+              "urllib/parse.py", "_redfish/fastpath.py")),
     ("transport", ("_redfish/transport.py", "_redfish/session.py", "_redfish/registries.py", "_redfish/client.py",
                    "_redfish/errors.py", "_redfish/settings.py", "_fleet/client.py")),
     ("reader", ("_redfish/read", "_redfish/paging.py", "_redfish/model.py", "_predeploy/observe.py")),
