@@ -115,13 +115,14 @@ def dispatch_list(ledger: Any, nodes: Optional[Mapping[str, Mapping[str, Any]]] 
     gates = ledger.current_gates() if gates is None else gates
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for res in results:
-        by_key.setdefault((res.node, res.stage), {})[res.check] = res.to_dict()
+        by_key.setdefault((res.node, res.stage), {})[res.check] = res
     rows = []
     for host, stages in gates.items():
         for stage, verdict in stages.items():
             if verdict.status != "pass":
-                rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing,
-                                      by_key.get((host, stage), {})))
+                # only a gate that did not pass is listed: its results alone are turned into dicts (issue 27)
+                checks = {name: res.to_dict() for name, res in by_key.get((host, stage), {}).items()}
+                rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing, checks))
     rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
     return merge_rows(rows)
 
