@@ -56,10 +56,13 @@ class ReuseSession(_SESSION):
                   and set(kwargs) <= {"json", "headers", "verify", "timeout", "allow_redirects"})
         if not simple:
             return super().request(method, url, *args, **kwargs)
-        headers = requests.structures.CaseInsensitiveDict(self.headers)
-        headers.update(kwargs.get("headers") or {})
+        # requests' merge (CaseInsensitiveDict: the request's spelling wins, a None value drops the header, the
+        # session's order kept) into a plain dict, without two CaseInsensitiveDicts per request
+        merged = {k.lower(): (k, v) for k, v in self.headers.items()}
+        for k, v in (kwargs.get("headers") or {}).items():
+            merged[k.lower()] = (k, v)
+        headers = {k: v for k, v in merged.values() if v is not None}
         url = requests.utils.requote_uri(url)
-        headers = requests.structures.CaseInsensitiveDict((k, v) for k, v in headers.items() if v is not None)
         verify = kwargs.get("verify")
         verify = self.verify if verify is None else verify
         if (not self.proxies and self.cert is None and not any(self.hooks.values())
@@ -76,7 +79,7 @@ def _prepared(url: str, headers: Any) -> Any:
     prepared = requests.PreparedRequest()
     prepared.method = "GET"
     prepared.url = url
-    prepared.headers = headers
+    prepared.headers = requests.structures.CaseInsensitiveDict(headers)
     prepared.body = None
     prepared.hooks = {"response": []}
     prepared.prepare_cookies(requests.cookies.RequestsCookieJar())  # the empty jar redirects copy

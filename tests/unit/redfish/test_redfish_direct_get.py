@@ -157,3 +157,15 @@ def test_a_cookie_the_bmc_sets_goes_to_the_session_jar(server, tls):
     assert c._conn._session.cookies.get("sid") == "abc"
     c.get("/redfish/v1")  # a session with cookies goes through requests, which sends them
     assert server.log[-1][1].get("Cookie") == "sid=abc"
+
+
+def test_headers_merge_as_requests_merges_them(monkeypatch):
+    session = fastpath.ReuseSession()
+    session.trust_env = False
+    session.headers.update({"OData-Version": "4.0", "X-Auth-Token": "t", "Connection": "close"})
+    seen = {}
+    monkeypatch.setattr(fastpath, "direct_get", lambda s, adapter, u, headers, timeout, verify: seen.update(h=headers))
+    given = {"odata-version": "4.01", "Connection": None, "If-Match": '"x"', "Accept-Encoding": "identity"}
+    session.request("GET", "https://bmc.test/x", headers=given, timeout=1, allow_redirects=False)
+    ref = session.prepare_request(requests.Request("GET", "https://bmc.test/x", headers=given)).headers
+    assert list(seen["h"].items()) == list(ref.items()) and "Connection" not in seen["h"]
