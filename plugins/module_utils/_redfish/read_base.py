@@ -183,8 +183,10 @@ class ReaderBase:
             obj = pop()
             if isinstance(obj, dict):
                 oid = obj.get("@odata.id")
-                if isinstance(oid, str) and "#" not in oid and is_whole(obj):
-                    key = _norm(oid)
+                # is_whole and _norm, inline (called for every linked dict of every body)
+                if isinstance(oid, str) and "#" not in oid and isinstance(obj.get("Name"), str) and (
+                        isinstance(obj.get("Id"), str) or isinstance(obj.get("Members"), list)):
+                    key = oid.rstrip("/") if oid != "/" else oid
                     old = cache.get(key)
                     if old is None or len(obj) >= len(old):
                         cache[key] = obj
