@@ -68,11 +68,12 @@ PROFILE_RATE_HZ = 200
 # by the transport is json; an SSL read under urllib3 is tls).
 LAYERS = (
     ("tls", ("ssl.py", "_ssl")),
-    ("json", ("json/", "orjson", "_redfish/transport.py:_decode")),  # file:function for orjson, C underneath
+    # file:function for orjson, C underneath
+    ("json", ("json/", "orjson", "_redfish/transport.py:_decode", "_redfish/fastpath.py:decode_body")),
     ("ledger", ("_core/ledger", "sqlite3/", "_core/dispatch.py", "_core/leases.py")),
     ("sushy", ("sushy/",)),
     ("http", ("http/client.py", "urllib3/", "requests/", "socket.py", "selectors.py", "email/", "http/cookiejar.py",
-              "urllib/parse.py")),
+              "urllib/parse.py", "_redfish/fastpath.py")),
     ("transport", ("_redfish/transport.py", "_redfish/session.py", "_redfish/registries.py", "_redfish/client.py",
                    "_redfish/errors.py", "_redfish/settings.py", "_fleet/client.py")),
     ("reader", ("_redfish/read", "_redfish/paging.py", "_redfish/model.py", "_predeploy/observe.py")),
@@ -134,7 +135,7 @@ def stage_only(twin_path, bmc_map, workdir, limit):
     from ansible_collections.symphony.cluster.plugins.module_utils._predeploy.stage import StageSettings, run_stage
     from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
     from ansible_collections.symphony.cluster.plugins.module_utils._core.twin import load_twin
-    skus = load_skus(str(ROOT / "skus"))
+    skus = load_skus(str(TREE / "skus"))  # the tree's own SKUs: a later SKU file may use keys its code lacks
     twin = load_twin(str(twin_path), skus.keys())
     nodes = {h: twin.nodes[h] for h in sorted(twin.nodes)[:limit]}
     workdir = pathlib.Path(workdir)

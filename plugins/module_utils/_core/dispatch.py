@@ -100,6 +100,10 @@ def sort_rows(rows: list[Row]) -> list[Row]:
     return rows
 
 
+# dispatch_list reads the results of up to this many open gates one gate at a time, else every current result
+PER_GATE_READS = 64
+
+
 def dispatch_list(ledger: Any, nodes: Optional[Mapping[str, Mapping[str, Any]]] = None, results: Any = None,
                   gates: Any = None) -> list[Row]:
     """The fleet's current dispatch list, every stage: what a technician walks the floor with.
@@ -111,17 +115,26 @@ def dispatch_list(ledger: Any, nodes: Optional[Mapping[str, Mapping[str, Any]]] 
     ``current_results()``/``current_gates()`` of ``ledger``.
     """
     nodes = nodes or {}
-    results = ledger.current_results() if results is None else results
     gates = ledger.current_gates() if gates is None else gates
+    if results is None:
+        # only the results of gates that did not pass are listed: with few such gates, only theirs are read
+        # (the latest of each check of that node and stage, indexed), not the whole fleet's (issue 27 profile)
+        open_ = [(host, stage) for host, stages in gates.items() for stage, verdict in stages.items()
+                 if verdict.status != "pass"]
+        if len(open_) <= PER_GATE_READS:
+            results = [res for host, stage in open_ for res in ledger.current_results(host, stage)]
+        else:
+            results = ledger.current_results()
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for res in results:
-        by_key.setdefault((res.node, res.stage), {})[res.check] = res.to_dict()
+        by_key.setdefault((res.node, res.stage), {})[res.check] = res
     rows = []
     for host, stages in gates.items():
         for stage, verdict in stages.items():
             if verdict.status != "pass":
-                rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing,
-                                      by_key.get((host, stage), {})))
+                # only a gate that did not pass is listed: its results alone are turned into dicts (issue 27)
+                checks = {name: res.to_dict() for name, res in by_key.get((host, stage), {}).items()}
+                rows.extend(gate_rows(nodes.get(host, {}), host, stage, verdict.failing, checks))
     rows.extend(_link_dispatch(ledger.events(kind="fabric_link"), nodes))
     return merge_rows(rows)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import FAULT_CONTROLLER, NOT_THE_NODES_FAULTS, GateError, SymphonyError
@@ -116,6 +116,27 @@ def fault_blocked_outcome(fault: str, message: str, remedy: str = "") -> Outcome
                    evidence={"fault": fault})
 
 
+_ATOMIC = frozenset([str, int, float, bool, type(None)])
+
+
+@dataclass
+class _Box:
+    value: Any
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as ``dataclasses.asdict`` copies a field: strings and numbers as they are (``copy.deepcopy`` returns
+    them as they are), plain dicts and lists rebuilt item by item, anything else through ``asdict`` itself."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_plain(v) for v in value]
+    return asdict(_Box(value))["value"]
+
+
 @dataclass
 class CheckResult:
     """One ledger row.  ``started``/``finished`` are UNIX seconds (float)."""
@@ -139,7 +160,9 @@ class CheckResult:
                             where="%s/%s/%s" % (self.node, self.stage, self.check))
 
     def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+        """The row as a dict, as ``dataclasses.asdict`` gives it (values copied deep), without its per-value
+        recursion for the strings and numbers that are most of a row (issue 27 profile)."""
+        return {name: _plain(getattr(self, name)) for name in _RESULT_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CheckResult":
@@ -147,6 +170,9 @@ class CheckResult:
         if known.get("evidence") is None:
             known["evidence"] = {}
         return cls(**known)
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(CheckResult))
 
 
 @dataclass(frozen=True)
@@ -307,7 +333,10 @@ class GateVerdict:
     waived: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+        return {name: _plain(getattr(self, name)) for name in _VERDICT_FIELDS}
+
+
+_VERDICT_FIELDS = tuple(f.name for f in fields(GateVerdict))
 
 
 def compute_gate(graph: CheckGraph, results: Sequence[CheckResult], waivers: Iterable[str] = ()) -> GateVerdict:

@@ -31,6 +31,10 @@ except ImportError:  # only a SKU that uses match.query needs it
     HAS_JMESPATH = False
 
 
+# compile_match's results by (id, name, query) pattern: compiled objects are immutable and shared
+_COMPILED: dict = {}
+
+
 def compile_match(match: Mapping[str, Any], where: str) -> dict:
     """Compiled regexes and JMESPath of one ``match`` object: ``{"id", "name", "query"}`` (None where absent).
 
@@ -73,17 +77,25 @@ def firmware_members(component: Mapping[str, Any], items: Iterable[Any],
     Raises :class:`ManifestError` (``where``, default ``firmware[<id>].match``) when the match cannot compile.
     """
     match = component.get("match") or {}
-    compiled = compile_match(match, where or "firmware[%s].match" % component.get("id"))
-    if not (compiled["id"] or compiled["name"] or (bodies and compiled["query"])):
+    key = (match.get("id"), match.get("name"), match.get("query"))
+    compiled = _COMPILED.get(key) if all(k is None or isinstance(k, str) for k in key) else None
+    if compiled is None:
+        compiled = compile_match(match, where or "firmware[%s].match" % component.get("id"))
+        if all(k is None or isinstance(k, str) for k in key):
+            # once per pattern: every node's audit matches the same SKU entries (issue 27 profile)
+            _COMPILED[key] = compiled
+    rx_id, rx_name, query = compiled["id"], compiled["name"], compiled["query"] if bodies else None
+    if not (rx_id or rx_name or query):
         ids = match.get("ids") or [component.get("id")]
         return [i for i in items if i.id in ids]
     found = []
     for item in items:
-        by_key = [rx.fullmatch(value or "") for rx, value in ((compiled["id"], item.id), (compiled["name"], item.name))
-                  if rx is not None]
-        if by_key and not any(by_key):
+        # an Id or Name pattern given: one of the given ones matches
+        if (rx_id is not None or rx_name is not None) and not (
+                (rx_id is not None and rx_id.fullmatch(item.id or ""))
+                or (rx_name is not None and rx_name.fullmatch(item.name or ""))):
             continue
-        if bodies and compiled["query"] is not None and not compiled["query"].search(member_document(item)):
+        if query is not None and not query.search(member_document(item)):
             continue
         found.append(item)
     return found

@@ -2,7 +2,8 @@
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The transport's per-request CPU savings (issue 27 profile, tests/bench/README.md): the connector's session,
-whose plain GETs skip requests' per-request merging, and one JSON decode per response body.
+whose plain GETs skip requests' per-request merging and go to urllib3's pool directly, and one JSON decode per
+response body.
 
 Used by :mod:`.transport` only (``_connector`` and ``_wrap_response``).
 """
@@ -11,12 +12,22 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 try:
     import requests
+    import urllib3
+    from urllib3 import exceptions as u3
+    from urllib3.util import Timeout
     _SESSION: Any = requests.Session
+    # adapters whose ``send`` is requests' own: their pool is used directly (a subclass may send otherwise)
+    _PLAIN_ADAPTERS: tuple[type, ...] = (requests.adapters.HTTPAdapter,)
+    # requests' own ``Session.send``: when it is replaced (requests-mock, an instrumenting library), GETs go to it
+    _REAL_SEND: Any = requests.Session.send
 except ImportError:  # the transport refuses to start without sushy and requests (HAS_SUSHY)
     _SESSION = object
+    _PLAIN_ADAPTERS = ()
+    _REAL_SEND = None
 
 try:
     import orjson  # optional: decodes a Redfish body ~3x faster than json
@@ -26,14 +37,17 @@ except ImportError:
 
 
 class ReuseSession(_SESSION):
-    """The connector's requests Session; a plain GET skips ``Session.request``.
+    """The connector's requests Session; a plain GET skips ``Session.request``, ``Session.send`` and the adapter.
 
     ``Session.request`` re-merges the session's headers, cookies, hooks and environment on every request
-    (``merge_setting``, ``prepare_request``, ``merge_environment_settings``): a quarter of the controller's
-    CPU per BMC in the issue 27 profile.  A GET with no body, auth object, cookies or redirect following is
-    prepared as requests would prepare it (the session's headers under the request's, a header set to None
-    dropped, the URL requoted) and handed to ``Session.send``, so adapters, TLS, proxies, timeouts, cookies
-    and requests' exceptions are the same.  Everything else goes through ``Session.request`` as before.
+    (``merge_setting``, ``prepare_request``, ``merge_environment_settings``), and ``Session.send`` and
+    ``HTTPAdapter.send`` look the connection pool up and re-apply the TLS settings to it on every request: most of
+    the HTTP layer's CPU per BMC in the issue 27 profile.  A GET with no body, auth object, cookies, hooks, proxy,
+    client certificate or redirect following (and a ``Session.send`` that is requests' own, not a test's mock)
+    is prepared as requests would prepare it (the session's headers
+    under the request's, a header set to None dropped, the URL requoted) and sent by :func:`direct_get` on the
+    urllib3 pool of the mounted adapter, the one requests would use (same TLS verification and CA options), with
+    requests' exceptions; anything else, or an adapter other than requests' own, goes through requests as before.
     """
 
     def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
@@ -42,20 +56,123 @@ class ReuseSession(_SESSION):
                   and set(kwargs) <= {"json", "headers", "verify", "timeout", "allow_redirects"})
         if not simple:
             return super().request(method, url, *args, **kwargs)
-        headers = requests.structures.CaseInsensitiveDict(self.headers)
-        headers.update(kwargs.get("headers") or {})
-        prepared = requests.PreparedRequest()
-        prepared.method = "GET"
-        prepared.url = requests.utils.requote_uri(url)
-        prepared.headers = requests.structures.CaseInsensitiveDict(
-            (k, v) for k, v in headers.items() if v is not None)
-        prepared.body = None
-        prepared.hooks = {"response": []}
-        prepared.prepare_cookies(requests.cookies.RequestsCookieJar())  # the empty jar redirects copy
+        # requests' merge (CaseInsensitiveDict: the request's spelling wins, a None value drops the header, the
+        # session's order kept) into a plain dict, without two CaseInsensitiveDicts per request
+        merged = {k.lower(): (k, v) for k, v in self.headers.items()}
+        for k, v in (kwargs.get("headers") or {}).items():
+            merged[k.lower()] = (k, v)
+        headers = {k: v for k, v in merged.values() if v is not None}
+        url = requests.utils.requote_uri(url)
         verify = kwargs.get("verify")
-        return self.send(prepared, timeout=kwargs.get("timeout"), allow_redirects=False,
-                         verify=self.verify if verify is None else verify, proxies=self.proxies, cert=self.cert,
-                         stream=False)
+        verify = self.verify if verify is None else verify
+        if (not self.proxies and self.cert is None and not any(self.hooks.values())
+                and getattr(self.send, "__func__", None) is _REAL_SEND):
+            adapter = self.get_adapter(url)
+            if type(adapter) in _PLAIN_ADAPTERS:
+                return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify)
+        return self.send(_prepared(url, headers), timeout=kwargs.get("timeout"), allow_redirects=False,
+                         verify=verify, proxies=self.proxies, cert=self.cert, stream=False)
+
+
+def _prepared(url: str, headers: Any) -> Any:
+    """A GET as ``Session.prepare_request`` builds it for a requote'd ``url`` and the merged ``headers``."""
+    prepared = requests.PreparedRequest()
+    prepared.method = "GET"
+    prepared.url = url
+    prepared.headers = requests.structures.CaseInsensitiveDict(headers)
+    prepared.body = None
+    prepared.hooks = {"response": []}
+    prepared.prepare_cookies(requests.cookies.RequestsCookieJar())  # the empty jar redirects copy
+    return prepared
+
+
+def _pool(session: Any, adapter: Any, parts: Any, url: str, verify: Any) -> Any:
+    """The adapter's urllib3 pool for this origin and ``verify``, as ``HTTPAdapter.send`` gets it
+    (``get_connection_with_tls_context`` + ``cert_verify``), looked up once; again when the pool manager closed it."""
+    key = (adapter, parts.scheme, parts.netloc, verify)
+    cache = session.__dict__.setdefault("_direct_pools", {})
+    pool = cache.get(key)
+    if pool is None or pool.pool is None:  # a pool the manager evicted is closed (pool.pool None)
+        prepared = _prepared(url, {})
+        try:
+            pool = adapter.get_connection_with_tls_context(prepared, verify, proxies={}, cert=None)
+        except urllib3.exceptions.LocationValueError as exc:
+            raise requests.exceptions.InvalidURL(exc, request=prepared)
+        adapter.cert_verify(pool, url, verify, None)
+        cache[key] = pool
+    return pool
+
+
+def direct_get(session: Any, adapter: Any, url: str, headers: Any, timeout: Any, verify: Any) -> Any:
+    """GET ``url`` on ``adapter``'s urllib3 pool -> a ``requests.Response`` whose body is read.
+
+    What ``Session.send`` + ``HTTPAdapter.send`` + ``Response.content`` do for a GET without proxy, client
+    certificate or hooks, with the same exceptions (requests 2.32-2.34 ``HTTPAdapter.send`` and
+    ``Response.iter_content``): connect and TLS failures are ``requests.exceptions.ConnectionError``/``SSLError``,
+    ``ConnectTimeout`` and ``ReadTimeout`` as there, a body cut short ``ChunkedEncodingError``, a timeout while
+    reading the body ``ConnectionError``.  ``timeout``: seconds, or a (connect, read) tuple of seconds.
+    Cookies the server sets go into the session's jar as requests would put them.
+    """
+    parts = urlsplit(url)
+    pool = _pool(session, adapter, parts, url, verify)
+    path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    if isinstance(timeout, tuple):
+        connect, read = timeout
+        timeout = Timeout(connect=connect, read=read)
+    elif not isinstance(timeout, Timeout):
+        timeout = Timeout(connect=timeout, read=timeout)
+    exc = requests.exceptions
+    try:
+        raw = pool.urlopen(method="GET", url=path, body=None, headers=headers, redirect=False,
+                           assert_same_host=False, preload_content=False, decode_content=False,
+                           retries=adapter.max_retries, timeout=timeout, chunked=False)
+    except (u3.ProtocolError, OSError) as err:
+        raise exc.ConnectionError(err)
+    except u3.MaxRetryError as err:
+        reason = err.reason
+        if isinstance(reason, u3.ConnectTimeoutError) and not isinstance(reason, u3.NewConnectionError):
+            raise exc.ConnectTimeout(err)
+        if isinstance(reason, u3.ResponseError):
+            raise exc.RetryError(err)
+        if isinstance(reason, u3.ProxyError):
+            raise exc.ProxyError(err)
+        if isinstance(reason, u3.SSLError):
+            raise exc.SSLError(err)
+        raise exc.ConnectionError(err)
+    except u3.ClosedPoolError as err:
+        raise exc.ConnectionError(err)
+    except u3.ProxyError as err:
+        raise exc.ProxyError(err)
+    except u3.SSLError as err:
+        raise exc.SSLError(err)
+    except u3.ReadTimeoutError as err:
+        raise exc.ReadTimeout(err)
+    except u3.InvalidHeader as err:
+        raise exc.InvalidHeader(err)
+    rsp = requests.Response()
+    rsp.status_code = raw.status
+    rsp.headers = requests.structures.CaseInsensitiveDict(raw.headers)
+    rsp.encoding = requests.utils.get_encoding_from_headers(rsp.headers)
+    rsp.raw = raw
+    rsp.reason = raw.reason
+    rsp.url = url
+    if "Set-Cookie" in rsp.headers:
+        rsp.request = _prepared(url, headers)
+        requests.cookies.extract_cookies_to_jar(session.cookies, rsp.request, raw)
+    try:
+        rsp._content = raw.read(decode_content=True) or b""
+    except u3.ProtocolError as err:
+        raise exc.ChunkedEncodingError(err)
+    except u3.DecodeError as err:
+        raise exc.ContentDecodingError(err)
+    except u3.ReadTimeoutError as err:
+        raise exc.ConnectionError(err)
+    except u3.SSLError as err:
+        raise exc.SSLError(err)
+    rsp._content_consumed = True  # type: ignore[attr-defined]  # as Response.content leaves it
+    return rsp
 
 
 def decode_body(rsp: Any) -> Any:

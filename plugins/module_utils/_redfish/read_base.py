@@ -174,19 +174,30 @@ class ReaderBase:
     def remember(self, body: Any) -> Any:
         """Keep every whole resource in ``body`` (itself and whatever came back expanded inline); an
         excerpt (:func:`.paging.is_whole`) is never kept, so what reads it later gets the resource itself."""
+        # one loop, no generator per container (issue 27 profile); the visiting order is the same, so of two
+        # copies of one resource with as many properties the one visited last is kept, as before
+        cache = self.cache
         stack = [body]
+        pop, push = stack.pop, stack.append
         while stack:
-            obj = stack.pop()
+            obj = pop()
             if isinstance(obj, dict):
                 oid = obj.get("@odata.id")
-                if isinstance(oid, str) and "#" not in oid and is_whole(obj):
-                    key = _norm(oid)
-                    old = self.cache.get(key)
+                # is_whole and _norm, inline (called for every linked dict of every body)
+                if isinstance(oid, str) and "#" not in oid and isinstance(obj.get("Name"), str) and (
+                        isinstance(obj.get("Id"), str) or isinstance(obj.get("Members"), list)):
+                    key = oid.rstrip("/") if oid != "/" else oid
+                    old = cache.get(key)
                     if old is None or len(obj) >= len(old):
-                        self.cache[key] = obj
-                stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+                        cache[key] = obj
+                values: Any = obj.values()
             elif isinstance(obj, list):
-                stack.extend(v for v in obj if isinstance(v, (dict, list)))
+                values = obj
+            else:
+                continue  # a body that is not JSON object or array (only the first can be)
+            for v in values:
+                if isinstance(v, (dict, list)):
+                    push(v)
         return body
 
     def cached(self, uri: Optional[str]) -> Optional[dict[str, Any]]:

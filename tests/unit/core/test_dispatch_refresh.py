@@ -87,3 +87,29 @@ def test_concurrent_refreshes_never_collide(tmp_path):
         t.join()
     assert errors == [] and "writer" in json.loads((tmp_path / "dispatch-latest.json").read_text())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dispatch-latest.csv", "dispatch-latest.json"]
+
+
+@pytest.mark.parametrize("per_gate_reads", [0, 64])
+def test_dispatch_list_reads_open_gates_alone_with_the_same_rows(tmp_path, monkeypatch, per_gate_reads):
+    """Issue 27: with few open gates only their results are read; the rows are those of the whole read (the latest
+    result of each check, a rerun's included), whichever way."""
+    from ansible_collections.symphony.cluster.plugins.module_utils._core import dispatch
+
+    ledger = open_ledger(str(tmp_path / "ledger.sqlite"))
+    graph = g.CheckGraph("burn_in", [g.CheckSpec("fio_seq_read"), g.CheckSpec("dcgm_diag")])
+    for run, host, fio in (("r1", "n1", "fail"), ("r1", "n2", "fail"), ("r1", "n3", "pass"), ("r2", "n2", "pass")):
+        results = graph.run(host, run, {"fio_seq_read": lambda c, fio=fio: g.failed("fio read 971 MB/s",
+                                                                                    "replace the NVMe drive")
+                                        if fio == "fail" else g.passed("ok"),
+                                        "dcgm_diag": lambda c: g.passed("ok")})
+        ledger.record_results(results)
+        ledger.record_gate(g.compute_gate(graph, results), run)
+    whole = dispatch.dispatch_list(ledger, results=ledger.current_results())
+    reads = []
+    real = type(ledger).current_results
+    monkeypatch.setattr(type(ledger), "current_results", lambda self, *a: reads.append(a) or real(self, *a))
+    monkeypatch.setattr(dispatch, "PER_GATE_READS", per_gate_reads)
+    rows = dispatch.dispatch_list(ledger)
+    assert rows == whole and [r["hostname"] for r in rows] == ["n1"] and "971" in json.dumps(rows)
+    assert reads == ([("n1", "burn_in")] if per_gate_reads else [()])
+    ledger.close()

@@ -81,3 +81,18 @@ def test_member_list_without_bodies_judges_presence_by_id_and_leaves_the_query_t
     nic = _component(sku, "nic_cx7")
     assert len(firmware_members(nic, ids_only, bodies=False)) == 8
     assert firmware_members(nic, ids_only) == []  # with bodies expected, a nameless member never passes the query
+
+
+def test_patterns_compiled_once_still_match_either_key_and_a_bad_one_names_each_place():
+    """Issue 27: the compiled patterns are kept across calls; matching and errors are what they were."""
+    items = [FirmwareItem(id="GPU0_FW", name="GPU Firmware"), FirmwareItem(id="BMC", name="BMC Image"),
+             FirmwareItem(id=None, name="CPLD Motherboard")]
+    both = {"id": "firmware_gpu", "match": {"id": "GPU.*", "name": "CPLD.*"}}
+    for _ in range(2):
+        assert [i.name for i in firmware_members(both, items)] == ["GPU Firmware", "CPLD Motherboard"]
+    assert [i.id for i in firmware_members({"id": "bmc", "match": {"name": "BMC.*"}}, items)] == ["BMC"]
+    assert [i.id for i in firmware_members({"id": "BMC", "match": {}}, items)] == ["BMC"]
+    for where in ("firmware[a].match", "firmware[b].match"):
+        with pytest.raises(ManifestError) as ei:
+            firmware_members({"id": "x", "match": {"id": "GPU(["}}, items, where=where)
+        assert where in str(ei.value)

@@ -126,3 +126,34 @@ class _closing:
 
     def __exit__(self, *exc):
         self.ledger.close()
+
+
+def test_to_dict_is_asdict_and_copies_deep():
+    """Issue 27: CheckResult/GateVerdict.to_dict skip asdict's recursion for plain values and give what it gives."""
+    import collections
+    import dataclasses
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    @dataclasses.dataclass
+    class Part:
+        slot: str
+        sizes: list
+
+    class Tagged(dict):
+        pass
+
+    evidence = {"fault": "controller", "parts": [Part("GPU0", [1, 2])], "pair": Pair(1, [3]), "t": (1, "x"),
+                "tagged": Tagged(k=[1]), "n": None, 3: 4.5, "nested": {"a": [{"b": True}]}}
+    res = g.CheckResult("n1", "pre_deployment", "c", "fail", "why", expected={"x": [1]}, observed=[{"y": 2}],
+                        evidence=evidence, started=1.0, finished=2.0, run_id="r")
+    out = res.to_dict()
+    assert out == dataclasses.asdict(res) and list(out) == list(dataclasses.asdict(res))
+    assert type(out["evidence"]["pair"]) is Pair and type(out["evidence"]["tagged"]) is Tagged
+    assert out["evidence"]["parts"] == [{"slot": "GPU0", "sizes": [1, 2]}]
+    out["evidence"]["nested"]["a"][0]["b"] = False
+    out["observed"][0]["y"] = 3
+    assert res.evidence["nested"]["a"][0]["b"] is True and res.observed == [{"y": 2}]
+    verdict = g.GateVerdict("n1", "pre_deployment", "fail", "r", failing=["c"], waived=[])
+    assert verdict.to_dict() == dataclasses.asdict(verdict)
+    assert verdict.to_dict()["failing"] is not verdict.failing
