@@ -107,8 +107,10 @@ def kernel_outcome(delta: Mapping[str, Any], injected: Sequence[str] = (),
         return failed("kernel log since the last audit: %s" % "; ".join(opened),
                       bad[0]["remediation"] if bad else KERNEL_REMEDIATION, observed=observed, expected=expected)
     if still_open:
-        return failed("kernel log: %d finding(s) still open since an earlier audit (no re-burn-in passed since): %s"
-                      % (len(still_open), "; ".join(f["what"] for f in still_open[:3])), KERNEL_REMEDIATION,
+        # the injected mark up front: a long finding list is shortened, and the mark must survive it
+        mark = " [injected]" if any(f.get("injected") for f in still_open) else ""
+        return failed("kernel log: %d finding(s) still open since an earlier audit%s (no re-burn-in passed since): %s"
+                      % (len(still_open), mark, "; ".join(f["what"] for f in still_open[:3])), KERNEL_REMEDIATION,
                       observed=observed, expected=expected)
     if delta.get("lost"):
         return Outcome("not_run", "kernel log not read completely: %s" % "; ".join(delta["notes"]),

@@ -133,3 +133,20 @@ def test_counters_nobody_could_read_are_not_a_pass():
     assert unread.status == "not_run"
     partly = counters_outcome({"0": {"ecc": None}, "1": {"ecc": 0}}, None, "GPU", "no GPU")
     assert partly.status == "not_run" and "not read for 0" in partly.reason
+
+
+def test_an_injected_finding_still_open_keeps_its_mark_however_long_the_list():
+    base = kmsg_record(10, 1000, "usb 1-1: new device")
+    cursor = kernel_outcome(new_records(_records(base), "b1", None)).observed["cursor"]
+    injected = xid_message(79, "0000:3b:00")
+    text = base + kmsg_record(11, 2000, injected)
+    detected = kernel_outcome(new_records(_records(text), "b1", cursor), injected=[injected], now=100.0)
+    assert detected.status == "fail" and "[injected]" in detected.reason
+    many = detected.observed["open"] + [{"what": "x" * 400, "at": 100.0, "injected": False}] * 4
+    later = kernel_outcome(new_records(_records(text), "b1", detected.observed["cursor"]), previous_open=many,
+                           now=200.0)
+    assert later.status == "fail" and later.reason.startswith(
+        "kernel log: %d finding(s) still open since an earlier audit [injected]" % len(many))
+    real = kernel_outcome(new_records(_records(text), "b1", detected.observed["cursor"]),
+                          previous_open=[f for f in many if not f["injected"]], now=200.0)
+    assert "[injected]" not in real.reason   # only an injected finding is marked
