@@ -215,7 +215,7 @@ def judge_sel(mark, inv, error=None, injected=(), window=WINDOW):
     gaps = _sel_gaps(inv)
     if critical:
         reason = "SEL: %s %s: %s" % (_plural(len(critical), "Critical"), window,
-                                      describe_entries(critical, injected=marks))
+                                     describe_entries(critical, injected=marks))
         if gaps:
             reason += "; part of the SEL could not be read (%s)" % _describe_gaps(gaps)
         return failed(reason, REMEDIATION, observed=observed, expected={"critical": 0})

@@ -22,11 +22,11 @@ The timings come from the ledger's timestamps only (events ``fault_injected``, `
 from __future__ import annotations
 
 import json
-import ssl
 import time
 import urllib.error
-import urllib.request
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ansible.module_utils.urls import open_url
 
 from .._core.errors import RedfishError, ValidationError
 from .._core.gate import BLOCKED, FAIL, PASS
@@ -104,26 +104,21 @@ def sel_request(message: str = DEFAULT_SEL_MESSAGE, severity: str = "Critical",
 
 def inject_sel(url: str, message: str = DEFAULT_SEL_MESSAGE, severity: str = "Critical",
                sensor_type: str = DEFAULT_SEL_SENSOR, ca_path: Optional[str] = None, validate_certs: bool = True,
-               timeout_s: float = 10.0, opener: Any = None) -> Dict[str, Any]:
+               timeout_s: float = 10.0) -> Dict[str, Any]:
     """Append a SEL entry to the emulated BMC at ``url`` (``POST <url>/_emulator/sel``); returns the
-    ``fault_injected`` data.  RedfishError when the BMC is not an emulator's or refuses; ``opener``: for tests,
-    ``urllib.request.urlopen``'s stand-in."""
+    ``fault_injected`` data.  RedfishError when the BMC is not an emulator's or refuses."""
     body = sel_request(message, severity, sensor_type)
-    context = None
-    if url.startswith("https:"):
-        context = ssl.create_default_context(cafile=ca_path or None)
-        if not validate_certs:
-            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    request = urllib.request.Request(url.rstrip("/") + "/_emulator/sel", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    target = url.rstrip("/") + "/_emulator/sel"
     try:
-        with (opener or urllib.request.urlopen)(request, timeout=timeout_s, context=context) as reply:
+        with open_url(target, data=json.dumps(body), headers={"Content-Type": "application/json"}, method="POST",
+                      timeout=timeout_s, validate_certs=validate_certs, ca_path=ca_path or None,
+                      use_proxy=False) as reply:
             answer = json.loads(reply.read() or b"{}")
     except urllib.error.HTTPError as exc:
-        raise RedfishError("POST %s/_emulator/sel answered %d: %s (only the symphony emulator takes injected SEL "
-                       "entries)" % (url, exc.code, exc.read()[:200].decode("utf-8", "replace")), where=url)
+        raise RedfishError("POST %s answered %d: %s (only the symphony emulator takes injected SEL entries)"
+                           % (target, exc.code, exc.read()[:200].decode("utf-8", "replace")), where=url)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise RedfishError("POST %s/_emulator/sel failed: %s" % (url, exc), where=url)
+        raise RedfishError("POST %s failed: %s" % (target, exc), where=url)
     entry = answer.get("entry") or {}
     return dict(body, kind="sel", method="emulator_sel", bmc=url, entry_id=entry.get("Id"),
                 created=entry.get("Created"), injected=True)

@@ -18,7 +18,7 @@ from .._core.errors import RedfishError
 from .client import RedfishClient, RedfishHTTPError
 from .errors import FAULT_BMC, FAULT_CONTROLLER, FAULT_UNREACHABLE, fault_of
 from .model import Component, NodeInventory
-from .paging import is_whole, needs_get
+from .paging import needs_get
 
 ALL_SECTIONS = ("systems", "chassis", "managers", "firmware", "sel", "readings", "bios", "capabilities")
 # "firmware_ids" (not in ALL_SECTIONS): the FirmwareInventory member list only (ids and links, one request

@@ -88,7 +88,7 @@ def test_patterns_compiled_once_still_match_either_key_and_a_bad_one_names_each_
     items = [FirmwareItem(id="GPU0_FW", name="GPU Firmware"), FirmwareItem(id="BMC", name="BMC Image"),
              FirmwareItem(id=None, name="CPLD Motherboard")]
     both = {"id": "firmware_gpu", "match": {"id": "GPU.*", "name": "CPLD.*"}}
-    for _ in range(2):
+    for _round in range(2):
         assert [i.name for i in firmware_members(both, items)] == ["GPU Firmware", "CPLD Motherboard"]
     assert [i.id for i in firmware_members({"id": "bmc", "match": {"name": "BMC.*"}}, items)] == ["BMC"]
     assert [i.id for i in firmware_members({"id": "BMC", "match": {}}, items)] == ["BMC"]

@@ -149,7 +149,8 @@ def test_to_dict_is_asdict_and_copies_deep():
                         evidence=evidence, started=1.0, finished=2.0, run_id="r")
     out = res.to_dict()
     assert out == dataclasses.asdict(res) and list(out) == list(dataclasses.asdict(res))
-    assert type(out["evidence"]["pair"]) is Pair and type(out["evidence"]["tagged"]) is Tagged
+    # the exact classes kept (not a base class): a deep copy, not a plain tuple
+    assert out["evidence"]["pair"].__class__ is Pair and out["evidence"]["tagged"].__class__ is Tagged
     assert out["evidence"]["parts"] == [{"slot": "GPU0", "sizes": [1, 2]}]
     out["evidence"]["nested"]["a"][0]["b"] = False
     out["observed"][0]["y"] = 3

@@ -19,7 +19,8 @@ from ansible_collections.symphony.cluster.plugins.module_utils._fleet_audit impo
 HOSTS = ["n1", "n2", "n3", "n4"]
 
 
-def _lock(ledger_path, hosts=HOSTS, pid=None):
+def _lock(ledger_path, hosts=None, pid=None):
+    hosts = HOSTS if hosts is None else hosts
     led = open_ledger(ledger_path)
     try:
         return runlock.lock(led, hosts, holder={"pid": pid or os.getpid()})
@@ -102,8 +103,8 @@ def test_an_interrupted_run_is_rerun_without_duplicate_rows(ledger_path):
     led = open_ledger(ledger_path)
     try:
         runlock.unlock(led, rerun["run_id"], rerun["lock_id"])
-        results = [r for r in led.table_rows("results")]
-        gates = [g for g in led.table_rows("gates")]
+        results = list(led.table_rows("results"))
+        gates = list(led.table_rows("gates"))
         injected = led.events(kind="fault_injected")
     finally:
         led.close()
@@ -154,7 +155,7 @@ def test_the_holder_is_the_outermost_ansible_playbook_process(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     outer = "exec -a ansible-playbook %s %s" % (sys.executable, tmp_path / "playbook.py")
     proc = subprocess.Popen(["bash", "-c", outer], stdout=subprocess.PIPE, text=True, env=env)
-    out, _ = proc.communicate(timeout=60)
+    out, _err = proc.communicate(timeout=60)
     assert int(out.strip()) == proc.pid
 
 
