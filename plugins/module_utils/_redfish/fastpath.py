@@ -68,7 +68,9 @@ class ReuseSession(_SESSION):
         if (not self.proxies and self.cert is None and not any(self.hooks.values())
                 and getattr(self.send, "__func__", None) is _REAL_SEND):
             adapter = self.get_adapter(url)
-            if type(adapter) in _PLAIN_ADAPTERS:
+            # get_connection_with_tls_context is requests >= 2.32.2's: on older requests the GET goes through send
+            # (an AttributeError here would read as a BMC fault on every node)
+            if type(adapter) in _PLAIN_ADAPTERS and hasattr(adapter, "get_connection_with_tls_context"):
                 return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify)
         return self.send(_prepared(url, headers), timeout=kwargs.get("timeout"), allow_redirects=False,
                          verify=verify, proxies=self.proxies, cert=self.cert, stream=False)
