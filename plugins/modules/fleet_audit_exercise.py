@@ -38,6 +38,15 @@ options:
   slurm_node:
     description: The node's Slurm C(NodeName), for C(resume) (default O(node); the demo's lab hosts are C(labN)).
     type: str
+  rerun_checks:
+    description:
+      - For C(resume), the burn-in checks a drained node can run alone (its SKU's node, GPU and power tiers, their
+        XID scans, the SEL scan and the cabling check). Each of them that has a result must have one that started
+        after the drain, or the node is not resumed. Multi-node fabric checks are left out and may keep older
+        results.
+      - Not given, every latest burn-in result must have started after the drain.
+    type: list
+    elements: str
   run_id:
     description: The fleet-audit run the injection belongs to (recorded with the event; a rerun of an interrupted
       run does not inject again).
@@ -143,6 +152,7 @@ ARGUMENT_SPEC = {
                                           "timings"], "required": True},
     "node": {"type": "str", "required": True},
     "slurm_node": {"type": "str"},
+    "rerun_checks": {"type": "list", "elements": "str"},
     "run_id": {"type": "str"},
     "bmc_map": {"type": "path"},
     "bmc_address": {"type": "str"},

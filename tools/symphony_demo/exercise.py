@@ -29,14 +29,15 @@ def timing_cells(timings):
 
 def return_to_service(console, node, run_playbook, var_files, log):
     """Drain ``node`` (a fleet-audit pass on it alone with fleet_audit_drain: node_evict drains it in Slurm and
-    promotes a spare), re-burn it in (burn_in.yml on it alone: the cabling check and the node tier, no fabric), and return it
+    promotes a spare), re-burn it in (burn_in.yml on it alone: the cabling check and the node, GPU and power tiers, no fabric), and return it
     (a pass with fleet_audit_resume: resumed once that re-burn-in passed, the spare back in the pool).  Returns the
     first exit status that is neither 0 nor 2 (2: a gate failed, which the drain pass expects), else 0."""
     import json
     steps = [("fleet_audit.yml", {"fleet_audit_exercise_node": "", "fleet_audit_drain": True}),
              # the cabling check stays: it reads the node's ports in seconds, and without it the gate would read
              # the full run's not_run cabling row as a required check left unjudged (burn_in gate not_run)
-             ("burn_in.yml", {"burn_in_hosts": node, "burn_in_tiers": ["node"], "burn_in_fabric": False}),
+             ("burn_in.yml", {"burn_in_hosts": node, "burn_in_tiers": ["node", "gpu", "power"],
+                              "burn_in_fabric": False}),
              ("fleet_audit.yml", {"fleet_audit_exercise_node": "", "fleet_audit_resume": True})]
     for playbook, extra in steps:
         console.print("fleet_audit exercise: %s on %s (%s)" % (playbook, node, ", ".join(sorted(extra))))

@@ -166,21 +166,23 @@ def timings(node: str, events: Sequence[Mapping[str, Any]], results: Sequence[An
     return out
 
 
-def may_resume(burn_in_results: Sequence[Any], burn_in_gate: Optional[str], drained_at: Optional[float]
-               ) -> Optional[str]:
+def may_resume(burn_in_results: Sequence[Any], burn_in_gate: Optional[str], drained_at: Optional[float],
+               rerun: Optional[Sequence[str]] = None) -> Optional[str]:
     """None when the node may return to service, else why not.
 
-    A node returns only after a quick re-burn-in that passed after it was drained: the current ``burn_in`` gate
-    is ``pass`` and the latest burn-in run that finished after the drain (``burn_in_results``' rows after
-    ``drained_at``, grouped by run id) passed: none of its checks failed or was blocked, and at least one passed.
-    A quick re-burn-in runs a subset of the tiers, so the checks it did not repeat keep their older results; those
-    prove nothing about the fault, and they neither count for the re-burn-in nor hold the node back.
+    A node returns only after a re-burn-in that started after it was drained and passed: the current ``burn_in``
+    gate is ``pass``; the latest burn-in run that started after the drain (``burn_in_results``' rows, grouped by
+    run id) has no check failed or blocked and at least one passed; and every check in ``rerun`` (the SKU's
+    single-node tiers: node, GPU, power, and their XID scans) that has a result at all has one that started after
+    the drain.  Only what a drained node cannot run alone (the multi-node fabric tier, named by leaving it out of
+    ``rerun``) may keep an older result: an older GPU pass proves nothing about the fault that drained the node.
+    ``rerun`` None: every latest result must have started after the drain.
     """
     if drained_at is None:
         return "the node was not drained by the exercise (no drain event after the injection)"
     if burn_in_gate != PASS:
         return "its burn_in gate is %s, not pass: rerun the quick re-burn-in first" % (burn_in_gate or "absent")
-    after = [r for r in burn_in_results if r.finished >= drained_at]
+    after = [r for r in burn_in_results if r.started >= drained_at]
     if not after:
         return "no burn-in ran after the drain (its burn_in results all predate it): rerun the quick re-burn-in first"
     latest = max(after, key=lambda r: r.finished).run_id
@@ -190,4 +192,10 @@ def may_resume(burn_in_results: Sequence[Any], burn_in_gate: Optional[str], drai
         return "the re-burn-in after the drain (run %s) did not pass: %s" % (latest, ", ".join(bad[:5]))
     if not any(r.status == PASS for r in run):
         return "the re-burn-in after the drain (run %s) passed no check: rerun the quick re-burn-in" % latest
+    must = set(rerun) if rerun is not None else {r.check for r in burn_in_results}
+    stale = sorted({r.check for r in burn_in_results if r.check in must}
+                   - {r.check for r in burn_in_results if r.started >= drained_at})
+    if stale:
+        return ("the re-burn-in after the drain did not rerun %s (their latest results predate the drain): run the "
+                "node, GPU and power tiers again" % ", ".join(stale[:6]))
     return None

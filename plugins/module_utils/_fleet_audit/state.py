@@ -134,7 +134,7 @@ def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional
             gate = ledger.current_gates(node).get(node, {}).get("burn_in")
             drained_at = drains[-1]["recorded_at"]
             why = may_resume(ledger.current_results(node=node, stage="burn_in"), gate.status if gate else None,
-                             drained_at)
+                             drained_at, params.get("rerun_checks"))
             if why:
                 return {"changed": False, "failed": True, "msg": "%s not resumed: %s" % (node, why)}
             spares = stood_in(ledger.events(kind="spare_promoted"), node, drained_at)

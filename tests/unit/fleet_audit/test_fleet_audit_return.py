@@ -32,7 +32,8 @@ class FakeSlurm:
 
 
 def _r(check, status, run_id, finished):
-    return CheckResult(node="n", stage="burn_in", check=check, status=status, run_id=run_id, finished=finished)
+    return CheckResult(node="n", stage="burn_in", check=check, status=status, run_id=run_id, started=finished - 1,
+                       finished=finished)
 
 
 def test_slurm_name_defaults_to_the_inventory_name():
@@ -55,12 +56,16 @@ def test_node_evict_drains_the_slurm_name_and_records_the_inventory_name(ledger_
         led.close()
 
 
+SINGLE_NODE = ["cpu_stress", "dcgm_diag", "gpu_xid_scan", "bmc_sel_scan"]   # what the role passes (rerun)
+
+
 def test_may_resume_judges_the_latest_burn_in_run_after_the_drain():
     drained = 100.0
     old = [_r("fabric_pairwise", "pass", "b1", 50.0), _r("cabling", "not_run", "b1", 50.0)]
-    # a quick re-burn-in runs the node tier only: the older checks it did not repeat do not hold the node back
+    # a re-burn-in of the single-node tiers: the multi-node fabric results it cannot repeat alone stay older
     quick = [_r("cpu_stress", "pass", "b2", 150.0), _r("bmc_sel_scan", "not_run", "b2", 151.0)]
-    assert may_resume(old + quick, "pass", drained) is None
+    assert may_resume(old + quick, "pass", drained, SINGLE_NODE) is None
+    assert "did not rerun cabling, fabric_pairwise" in may_resume(old + quick, "pass", drained)   # no list: all
     assert "no burn-in ran after the drain" in may_resume(old, "pass", drained)
     failed = quick + [_r("cpu_stress", "fail", "b3", 200.0)]
     assert may_resume(old + failed, "pass", drained).startswith("the re-burn-in after the drain (run b3) did not pass")
@@ -111,3 +116,18 @@ def test_timings_of_a_node_never_exercised_are_all_missing(ledger_path):
         led.close()
     assert timings["missing"] == ["inject"] and timings["spare"] is None
     assert timing_cells(timings) == ["—"] * 4
+
+
+def test_a_re_burn_in_that_skipped_the_gpu_tier_does_not_return_an_xid_node():
+    drained = 100.0
+    before = [_r("dcgm_diag", "pass", "b1", 50.0), _r("gpu_xid_scan", "pass", "b1", 51.0),
+              _r("fabric_pairwise", "pass", "b1", 52.0)]
+    node_only = [_r("cpu_stress", "pass", "b2", 150.0)]
+    why = may_resume(before + node_only, "pass", drained, SINGLE_NODE)
+    assert why and "did not rerun dcgm_diag, gpu_xid_scan" in why
+    gpu_too = node_only + [_r("dcgm_diag", "pass", "b2", 160.0), _r("gpu_xid_scan", "pass", "b2", 161.0)]
+    assert may_resume(before + gpu_too, "pass", drained, SINGLE_NODE) is None
+    # a run that started before the drain and finished after it is not a re-burn-in
+    straddling = CheckResult(node="n", stage="burn_in", check="cpu_stress", status="pass", run_id="b0", started=90.0,
+                             finished=120.0)
+    assert "no burn-in ran after the drain" in may_resume(before + [straddling], "pass", drained, SINGLE_NODE)
