@@ -127,9 +127,9 @@ def direct_get(session: Any, adapter: Any, url: str, headers: Any, timeout: Any,
         timeout = Timeout(connect=timeout, read=timeout)
     exc = requests.exceptions
     try:
-        raw = pool.urlopen(method="GET", url=path, body=None, headers=headers, redirect=False,
-                           assert_same_host=False, preload_content=False, decode_content=False,
-                           retries=adapter.max_retries, timeout=timeout, chunked=False)
+        # RequestMethods.request: for a GET without fields, the pool's own send with these keywords as they are
+        raw = pool.request("GET", path, headers=headers, redirect=False, assert_same_host=False, preload_content=False,
+                           decode_content=False, retries=adapter.max_retries, timeout=timeout, chunked=False)
     except (u3.ProtocolError, OSError) as err:
         raise exc.ConnectionError(err)
     except u3.MaxRetryError as err:
