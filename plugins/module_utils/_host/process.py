@@ -117,28 +117,23 @@ _GUARD = """
 import os, signal, sys, time
 pgid, parent, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-while os.getppid() == parent:
+
+def signal_group(sig):
     try:
-        os.killpg(pgid, 0)
-    except OSError:
+        os.killpg(pgid, sig)
+    except OSError:  # the group is gone: nothing left to guard
         sys.exit(0)
+
+while os.getppid() == parent:
+    signal_group(0)
     time.sleep(0.5)
-try:
-    os.killpg(pgid, signal.SIGCONT)
-    os.killpg(pgid, signal.SIGTERM)
-except OSError:
-    sys.exit(0)
+signal_group(signal.SIGCONT)
+signal_group(signal.SIGTERM)
 end = time.monotonic() + grace
 while time.monotonic() < end:
-    try:
-        os.killpg(pgid, 0)
-    except OSError:
-        sys.exit(0)
+    signal_group(0)
     time.sleep(0.2)
-try:
-    os.killpg(pgid, signal.SIGKILL)
-except OSError:
-    pass
+signal_group(signal.SIGKILL)
 """
 
 
