@@ -23,7 +23,8 @@ export SYMPHONY_SHARED := $(SHARED)
 DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
                 chromium rsync procps postgresql lldpd
 # The RAM-only runtime's builder and the VM-backed nodes (make runtime / make test-runtime only, not make test).
-RUNTIME_DEB_PACKAGES := mmdebstrap cpio zstd xorriso isolinux syslinux-common qemu-system-x86 qemu-utils
+RUNTIME_DEB_PACKAGES := mmdebstrap cpio zstd xorriso isolinux syslinux-common qemu-system-x86 qemu-utils \
+                        fdisk grub-pc-bin
 
 .PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
         test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \
@@ -37,13 +38,14 @@ help:
 	@echo "make test-under-load - unit + integration while stress-ng keeps both cores and the disk busy"
 	@echo "make bench  - benchmarks, each writing build/bench/<name>.json"
 	@echo "make lab-up / lab-down - the lab hosts (network namespaces, sshd, Slurm; needs root)"
-	@echo "make runtime - build the RAM-only provisioning runtime ISO into build/runtime (cached)"
+	@echo "make runtime - build the RAM-only provisioning runtime ISO and the OS image into build/ (cached)"
 	@echo "make device-check - prepare and test here what tests/device/run.sh carries to a GPU machine"
 
 bootstrap: venv debs collection
 
-# The RAM-only provisioning runtime (images/runtime: mmdebstrap root packed as the initramfs, BIOS ISO), cached in
-# build/runtime: a rerun with the same inputs returns at once. Needs root (mmdebstrap --mode=root).
+# The RAM-only provisioning runtime (images/runtime: mmdebstrap root packed as the initramfs, BIOS ISO) and the
+# production OS image provisioning writes last (images/os: mmdebstrap root as an ext4 partition of a raw BIOS disk
+# image), cached in build/runtime and build/os: a rerun with the same inputs returns at once. Needs root.
 runtime: debs
 	@missing=$$(for p in $(RUNTIME_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -51,6 +53,7 @@ runtime: debs
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 	images/runtime/build.sh $(ROOT)/build/runtime
+	images/os/build.sh $(ROOT)/build/os
 
 # The runtime booted in VM-backed nodes (QEMU, TCG): about 7.5 min to build the image uncached plus 2-4 min of
 # boots on 2 cores, so it is its own target; make test runs tests/integration/test_runtime_vm.py only when the

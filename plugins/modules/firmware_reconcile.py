@@ -101,6 +101,22 @@ options:
     description: Seconds between polls of tasks, rebooting BMCs and the runtime.
     type: float
     default: 5
+  os_install:
+    description:
+      - The last provisioning step. Phase C(verify), once C(verify) passed, writes the SKU's C(os) image to its
+        C(target_disk) from the proven runtime (local images checked against C(os.sha256) and streamed over SSH,
+        URLs fetched by the node), reads it back against C(os.raw_sha256), boots the disk once and verifies the OS
+        in-band (checks C(os_install) and C(os_boot)). A node already on the pinned OS is not rewritten; phase
+        C(out_of_band) boots the runtime for a node that is not. Overwrites the target disk.
+    type: bool
+    default: false
+  os_image_url:
+    description: A local path or URL of the OS image instead of the SKU's C(os.image_uri) (still checked against its sha256).
+    type: str
+  os_install_timeout_s:
+    description: Seconds the OS image write and read-back may take.
+    type: float
+    default: 1800
   inband_results:
     description: Phase C(verify) only. Per host, per check (C(firmware:<id>)) the result dict the
       M(symphony.cluster.inband_firmware) module returned on that node.
@@ -209,6 +225,9 @@ ARGUMENT_SPEC = fleet_argument_spec(twin_batch=True, options={
     "poll_s": {"type": "float", "default": 5},
     "inband_results": {"type": "dict"},
     "tunings_results": {"type": "dict"},
+    "os_install": {"type": "bool", "default": False},
+    "os_image_url": {"type": "str"},
+    "os_install_timeout_s": {"type": "float", "default": 1800},
     "optional": {"type": "list", "elements": "str", "default": []},
     "ledger": {"type": "str"},
     "console_logs": {"type": "dict"},

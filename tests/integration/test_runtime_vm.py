@@ -1,7 +1,9 @@
 """The RAM-only runtime booted for real: a VM-backed emulator node (QEMU, TCG) boots the built ISO through the
 collection's own Redfish calls (VirtualMedia InsertMedia, a one-time Cd override, ComputerSystem.Reset), and
 ``runtime_proof`` proves it in-band over SSH; a node whose BMC ignores the override boots its old disk and fails
-"did not boot the pinned runtime".
+"did not boot the pinned runtime".  Then the last provisioning step for real: the OS image (images/os) written to
+the guest's qcow2 disk from the runtime, a one-time Hdd boot, and the guest verified in-band running from its disk;
+a rerun leaves it alone, and an install killed during the image write is redone from the start.
 
 Needs qemu-system-x86_64, qemu-utils, xorriso and the runtime built (``make runtime``; the fixture builds it,
 cached). No lab lock: nothing but loopback ports. CPU heavy: one guest per test, never more than two at once.
@@ -14,6 +16,7 @@ import subprocess
 
 import pytest
 
+from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import new_run_id
 from ansible_collections.symphony.cluster.plugins.module_utils._core.sku import load_skus
 from ansible_collections.symphony.cluster.plugins.module_utils._host.launchers import SSHLauncher
 from ansible_collections.symphony.cluster.plugins.module_utils._provision.proof import DISK_MARKER
@@ -40,6 +43,18 @@ def runtime(repo_root):
     subprocess.run([str(repo_root / "images" / "runtime" / "build.sh"), str(out)], check=True, timeout=scaled(1800))
     record = json.loads((out / "build.json").read_text())
     record["path"] = str(out / record["iso"])
+    return record
+
+
+@pytest.fixture(scope="module")
+def os_image(repo_root, runtime):
+    """The built production OS image (``images/os/build.sh``, cached in build/os like the runtime)."""
+    out = repo_root / "build" / "os"
+    subprocess.run([str(repo_root / "images" / "os" / "build.sh"), str(out)], check=True, timeout=scaled(1800))
+    record = json.loads((out / "build.json").read_text())
+    record["path"] = str(out / record["image"])
+    versions = dict(line.split()[:2] for line in (out / "manifest.txt").read_text().splitlines())
+    record["packages"] = {name: versions[name] for name in ("openssh-server", "python3")}
     return record
 
 
@@ -88,7 +103,7 @@ def _old_os_disk(runtime, tmp_path):
     return str(disk)
 
 
-def _provision(fleet, sc, runtime):
+def _provision(fleet, sc, runtime, phases=("out_of_band",), run_id=None, **extra):
     port = fleet.map_data()["nodes"][HOST]["inband"]["port"]
     ssh_config = sc["tmp"] / "ssh_config"
     # the runtime makes new host keys at every boot: this test's own known-hosts file, not the operator's
@@ -97,12 +112,17 @@ def _provision(fleet, sc, runtime):
                           % (HOST, port, sc["key"], sc["tmp"] / "known_hosts"))
     settings = ProvisionSettings(
         bmc_map=str(sc["tmp"] / "bmcs.json"), ledger=str(sc["tmp"] / "ledger.sqlite"), runtime_probe="proof",
-        runtime_boot="always", runtime_config_url="file://%s" % sc["config"], poll_s=2.0, retries=1,
-        read_timeout=scaled(30), connect_timeout=scaled(5), optional=("tunings",),
+        runtime_boot=extra.pop("runtime_boot", "always"), runtime_config_url="file://%s" % sc["config"], poll_s=2.0,
+        retries=1, read_timeout=scaled(30), connect_timeout=scaled(5), optional=("tunings",),
         launcher=SSHLauncher(config_file=str(ssh_config), connect_timeout=10),
-        console_logs={HOST: fleet.map_data()["nodes"][HOST]["inband"]["console"]})
-    oob = run_stage({HOST: fleet.twin.nodes[HOST]}, sc["manifests"], settings, "out_of_band")
-    return {c["check"]: c for c in oob["hosts"][HOST]["checks"]}
+        console_logs={HOST: fleet.map_data()["nodes"][HOST]["inband"]["console"]}, **extra)
+    checks = {}
+    run_id = run_id or new_run_id("prov")
+    for phase in phases:
+        out = run_stage({HOST: fleet.twin.nodes[HOST]}, sc["manifests"], settings, phase, run_id=run_id)
+        checks.update({c["check"]: c for c in out["hosts"][HOST]["checks"]})
+        checks["gate"] = out["hosts"][HOST].get("gate")
+    return checks
 
 
 def test_a_vm_node_boots_the_built_runtime_and_the_proof_passes(scenario, runtime):
@@ -129,3 +149,66 @@ def test_a_bmc_that_ignores_the_override_boots_the_old_disk_and_fails(scenario, 
         assert proof["status"] == "fail", proof
         assert proof["reason"].startswith("did not boot the pinned runtime: ")
         assert "build id 'rt-previous-os'" in proof["reason"] and "disk marker" in proof["reason"]
+
+
+def _with_os(scenario, os_image, **pin):
+    """The scenario's SKU with the OS image pinned and without in-band firmware (no vendor tools in a guest)."""
+    manifest = dict(scenario["manifests"]["hgx_h100_supermicro"])
+    manifest["firmware"] = [c for c in manifest["firmware"] if c["phase"] == "out_of_band"]
+    manifest["os"] = dict({k: os_image[k] for k in ("sha256", "raw_sha256", "raw_bytes", "build_id", "root_label",
+                                                     "kernel", "os_release", "packages")},
+                          image_uri="file://" + os_image["path"], target_disk="/dev/vda", boot_timeout_s=scaled(300),
+                          **pin)
+    return dict(scenario, manifests=dict(scenario["manifests"], hgx_h100_supermicro=manifest))
+
+
+def _guest_ssh(fleet, sc, command):
+    port = fleet.map_data()["nodes"][HOST]["inband"]["port"]
+    return subprocess.run(["ssh", "-F", str(sc["tmp"] / "ssh_config"), HOST, command], capture_output=True,
+                          text=True, timeout=scaled(60), check=True).stdout
+
+
+def test_the_os_is_written_from_the_runtime_and_the_node_boots_it_from_disk(scenario, runtime, os_image):
+    sc = _with_os(scenario, os_image)
+    with Fleet(sc["twin"], http=True, credentials="demo", hosts=[HOST], vm_nodes=[HOST],
+               vm_dir=str(sc["tmp"] / "vm"), map_path=str(sc["tmp"] / "bmcs.json")) as fleet:
+        checks = _provision(fleet, sc, runtime, phases=("out_of_band", "verify"), os_install=True)
+        assert checks["runtime_proof"]["status"] == "pass", checks["runtime_proof"]
+        assert checks["verify"]["status"] == "pass", checks["verify"]
+        assert checks["os_install"]["status"] == "pass", checks["os_install"]
+        assert "read back sha256 as pinned" in checks["os_install"]["reason"]
+        assert checks["os_boot"]["status"] == "pass", checks["os_boot"]
+        assert checks["gate"]["status"] == "pass", checks["gate"]
+        # in-band, outside the collection: the guest runs the image from its disk, with this node's name
+        seen = _guest_ssh(fleet, sc, "findmnt -no SOURCE /; cat /etc/symphony/os-image-id; hostname; "
+                                     "test -e /etc/symphony/build-id && echo runtime-left || echo no-runtime")
+        assert seen.split() == ["/dev/vda1", os_image["build_id"], HOST, "no-runtime"]
+        system = fleet.bmc(HOST).tree[fleet.bmc(HOST).spec.S]
+        assert system["BootProgress"]["LastState"] == "OSRunning"
+
+        # a rerun (runtime_boot auto): the node on the pinned OS is neither rebooted nor rewritten
+        again = _provision(fleet, sc, runtime, phases=("out_of_band", "verify"), os_install=True, runtime_boot="auto")
+        assert again["runtime_boot"]["reason"].startswith("not needed"), again["runtime_boot"]
+        assert again["os_install"]["status"] == "pass"
+        assert again["os_install"]["reason"].startswith("already on the pinned OS image"), again["os_install"]
+        assert again["os_boot"]["status"] == "pass" and again["gate"]["status"] == "pass"
+
+
+def test_an_install_killed_during_the_write_is_redone_from_the_start(scenario, runtime, os_image):
+    sc = _with_os(scenario, os_image)
+    with Fleet(sc["twin"], http=True, credentials="demo", hosts=[HOST], vm_nodes=[HOST],
+               vm_dir=str(sc["tmp"] / "vm"), map_path=str(sc["tmp"] / "bmcs.json")) as fleet:
+        # the write is cut off after a few seconds (the task timeout): os_install fails, nothing is marked done
+        cut = _provision(fleet, sc, runtime, phases=("out_of_band", "verify"), os_install=True, os_install_timeout_s=3)
+        assert cut["os_install"]["status"] == "fail", cut["os_install"]
+        assert "did not finish" in cut["os_install"]["reason"]
+        assert cut["os_boot"]["status"] == "blocked" and cut["gate"]["status"] != "pass"
+        # the disk's boot sector is zeroed first and written last: the half-written disk boots nothing
+        head = _guest_ssh(fleet, sc, "cmp -s -n 1048576 /dev/vda /dev/zero && echo zeroed || echo written")
+        assert head.strip() == "zeroed"
+        # the rerun boots the runtime again (the node is not on the pinned OS) and writes the image from the start
+        again = _provision(fleet, sc, runtime, phases=("out_of_band", "verify"), os_install=True, runtime_boot="auto")
+        assert again["runtime_boot"]["status"] == "pass" and "os_install" in str(again["runtime_boot"]), again
+        assert again["os_install"]["status"] == "pass", again["os_install"]
+        assert "read back sha256 as pinned" in again["os_install"]["reason"]
+        assert again["os_boot"]["status"] == "pass" and again["gate"]["status"] == "pass"

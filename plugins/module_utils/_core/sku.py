@@ -215,6 +215,22 @@ SKU_SCHEMA: Dict[str, Any] = {
                            "build_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"},
                            "kernel_cmdline": {"type": "string"}},
         },
+        # The production OS that provisioning writes to the node's disk last, from the runtime (_provision/os_install.py;
+        # images/os/build.sh writes every value into its build.json).  image_uri/sha256: the compressed artefact
+        # (zstd); raw_sha256/raw_bytes: the raw disk image, read back from the disk after the write; build_id,
+        # kernel, os_release, root_label and packages are verified in-band after the node booted from its disk.
+        "os": {
+            "type": "object", "additionalProperties": False,
+            "required": ["image_uri", "sha256", "raw_sha256", "raw_bytes", "build_id", "target_disk"],
+            "properties": {"image_uri": {"type": "string"}, "sha256": _SHA256, "raw_sha256": _SHA256,
+                           "raw_bytes": {"type": "integer", "minimum": 512},
+                           "build_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"},
+                           "target_disk": {"type": "string", "pattern": "^/dev/"},
+                           "root_label": {"type": "string"}, "kernel": {"type": "string"},
+                           "os_release": {"type": "object", "additionalProperties": {"type": "string"}},
+                           "packages": {"type": "object", "additionalProperties": {"type": "string"}},
+                           "boot_timeout_s": {"type": "number", "minimum": 1}},
+        },
         "tunings": {
             "type": "object", "additionalProperties": False,
             "properties": {"sysctl": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},

@@ -82,26 +82,31 @@ def _timeout(argv: Sequence[str], timeout_s: float, stdout: object, stderr: obje
 
 
 def run(argv: Sequence[Any], timeout_s: float, *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-        stdin: str | None = None, secrets: Iterable[str] = ()) -> CommandResult:
+        stdin: str | None = None, stdin_path: str | None = None, secrets: Iterable[str] = ()) -> CommandResult:
     """Run ``argv`` (no shell) for at most ``timeout_s`` seconds and return its :class:`CommandResult`.
 
     Raises :class:`ToolNotFoundError` when ``argv[0]`` is not found (``where`` is the tool),
     :class:`CommandTimeoutError` past ``timeout_s`` (``details``: ``stdout``, ``stderr``, ``timeout_s``).
-    ``stdin`` is text fed to the command; without it the command reads ``/dev/null`` and cannot hang on a prompt.
+    ``stdin`` is text fed to the command, ``stdin_path`` a file streamed to it (a disk image: never read into
+    memory); without either the command reads ``/dev/null`` and cannot hang on a prompt.
     """
 
     hidden = [s for s in secrets if s]
     args, exe = _argv(argv, env)
     started = time.monotonic()
+    source: Any = open(stdin_path, "rb") if stdin_path else None  # pylint: disable=consider-using-with
     try:
         proc = subprocess.run([exe] + args[1:], capture_output=True, timeout=timeout_s, check=False,
                               env=dict(env) if env is not None else None, cwd=cwd,
                               input=stdin.encode("utf-8") if stdin is not None else None,
-                              stdin=None if stdin is not None else subprocess.DEVNULL)
+                              stdin=source or (None if stdin is not None else subprocess.DEVNULL))
     except FileNotFoundError:
         raise ToolNotFoundError("%s not found" % args[0], where=args[0])
     except subprocess.TimeoutExpired as exc:
         raise _timeout(args, timeout_s, exc.stdout, exc.stderr, hidden)
+    finally:
+        if source is not None:
+            source.close()
     # Decoded leniently: one stray byte in a tool's output must not turn a reading into a crash.
     return CommandResult(argv=tuple(args), rc=proc.returncode, stdout=_text(proc.stdout), stderr=_text(proc.stderr),
                          duration_s=time.monotonic() - started)

@@ -23,15 +23,17 @@ READ_SECTIONS = ("systems", "managers", "firmware", "bios", "capabilities")
 
 
 # --------------------------------------------------------------------------- the check graph
-def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = (), prove_runtime: bool = True) -> CheckGraph:
+def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = (), prove_runtime: bool = True,
+                install_os: bool = False) -> CheckGraph:
     """The provisioning checks of one SKU, in strict order, with their dependencies.
 
     ``inventory_read`` -> ``firmware:<id>`` (out-of-band, chained in manifest order) ->
     ``bios_settings`` -> ``runtime_boot`` -> ``runtime_proof`` -> ``firmware:<id>`` (in-band, chained) ->
-    ``tunings``; ``verify`` depends on every check but ``tunings``.  ``optional``: checks the gate
-    does not require.  ``prove_runtime`` False (a runtime probe that cannot reach the node in-band): the
-    proof is not required and in-band work follows ``runtime_boot``.  Raises :class:`GateError` on a name the
-    graph does not have.
+    ``tunings``; ``verify`` depends on every check but ``tunings``; with ``install_os``, ``os_install`` ->
+    ``os_boot`` follow ``verify`` (the OS last, once every firmware is at the baseline: ``os_install.py``).
+    ``optional``: checks the gate does not require.  ``prove_runtime`` False (a runtime probe that cannot reach
+    the node in-band): the proof is not required and in-band work follows ``runtime_boot``.  Raises
+    :class:`GateError` on a name the graph does not have.
     """
     specs = [CheckSpec("inventory_read", (), True, "Redfish inventory (firmware, BIOS, capabilities) read")]
     prev = "inventory_read"
@@ -54,6 +56,11 @@ def check_graph(manifest: Mapping[str, Any], optional: Iterable[str] = (), prove
     # tunings are the OS's concern, judged on their own: verify re-reads firmware and BIOS only
     specs.append(CheckSpec("verify", tuple(s.name for s in specs if s.name != "tunings" and s.required), True,
                            "fresh re-read: every version and BIOS attribute as the manifest says"))
+    if install_os:
+        specs.append(CheckSpec("os_install", ("verify",), True,
+                               "the SKU's OS image written to its disk from the runtime, read back as pinned"))
+        specs.append(CheckSpec("os_boot", ("os_install",), True,
+                               "in-band: booted from the disk into the pinned OS image"))
     graph = CheckGraph(STAGE, specs)
     return graph.with_required(optional) if optional else graph
 
@@ -70,7 +77,9 @@ class ProvisionSettings(BmcFleetSettings):
     the twin's in-band address),
     ``emulator`` (the Redfish emulator's ``/_emulator/state`` boot state) or ``none``;
     ``runtime_boot``: ``auto`` (only when a reset or in-band work is needed) or ``always``;
-    ``launcher``/``console_logs``: how ``runtime_proof`` reaches the runtime and reads a console (``proof.py``).
+    ``launcher``/``console_logs``: how ``runtime_proof`` reaches the runtime and reads a console (``proof.py``);
+    ``os_install``/``os_image_url``/``os_install_timeout_s``: write the SKU's OS image last and boot it
+    (``os_install.py``; the timeout bounds the image write and read-back).
     """
 
     image_dir: Optional[str] = None
@@ -89,6 +98,11 @@ class ProvisionSettings(BmcFleetSettings):
     launcher: Any = None
     # host -> the node's serial console capture (a console server's or the emulator's log file)
     console_logs: Optional[dict[str, str]] = None
+    # the last step: the SKU's OS image written to the node's disk (os_install.py); a local path or URL instead
+    # of the SKU's os.image_uri (still checked against its sha256)
+    os_install: bool = False
+    os_image_url: Optional[str] = None
+    os_install_timeout_s: float = 1800.0
 
 
 class NodeRun:

@@ -113,6 +113,19 @@ def _console_tail(path: Optional[str], lines: int = 20) -> list[str]:
     return data.decode("utf-8", "replace").replace("\r", "").splitlines()[-lines:]
 
 
+def no_answer(nd: NodeRun, what: str, timeout: float, last: str, console_log: Optional[str],
+              remediation: str) -> Outcome:
+    """``blocked``: ``what`` (e.g. "the runtime did not answer SSH") within ``timeout`` seconds, with the BMC's
+    ``BootProgress.LastState`` and the last lines of ``console_log`` in the reason and the evidence."""
+    system = (nd.inv.systems or [{}])[0] if nd.inv is not None else {}
+    progress = ((nd.client.get(system["uri"]) if system.get("uri") else {}).get("BootProgress") or {})
+    return Outcome(BLOCKED, "%s within %gs (BootProgress %s; last: %s)"
+                   % (what, timeout, progress.get("LastState", "not reported"), last),
+                   remediation=remediation,
+                   evidence={"boot_progress": progress.get("LastState"), "console_tail": _console_tail(console_log),
+                             "console_log": console_log})
+
+
 def prove_boot(nd: NodeRun, boot: CheckResult) -> Outcome:
     """The ``runtime_proof`` check after ``boot`` (the ``runtime_boot`` result): proven in-band over the settings'
     launcher; not needed when no runtime was booted; ``not_run`` when the run has no in-band path to the node."""
@@ -151,14 +164,8 @@ def runtime_proof(nd: NodeRun, launcher: Launcher, console_log: Optional[str] = 
         except CommandTimeoutError as exc:   # sshd accepted but the probe hung: retried like a refusal
             last = str(exc)
         if time.monotonic() + nd.settings.poll_s > deadline:
-            system = (nd.inv.systems or [{}])[0] if nd.inv is not None else {}
-            progress = ((nd.client.get(system["uri"]) if system.get("uri") else {}).get("BootProgress") or {})
-            tail = _console_tail(console_log)
-            return Outcome(BLOCKED, "the runtime did not answer SSH within %gs (BootProgress %s; last: %s)"
-                           % (timeout, progress.get("LastState", "not reported"), last),
-                           remediation="check the node's console: the runtime may not have booted",
-                           evidence={"boot_progress": progress.get("LastState"), "console_tail": tail,
-                                     "console_log": console_log})
+            return no_answer(nd, "the runtime did not answer SSH", timeout, last, console_log,
+                             "check the node's console: the runtime may not have booted")
         time.sleep(nd.settings.poll_s)
     problems, found = judge(res.stdout, runtime)
     expected = {"build_id": runtime.get("build_id"), "kernel_cmdline": runtime.get("kernel_cmdline"),

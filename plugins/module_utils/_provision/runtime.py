@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from .._core.gate import Outcome, failed, passed
 from .._redfish.reader import reset_request
 from .node import NodeRun
+from .os_install import needs_install
 
 
 def _virtual_media(nd: NodeRun, kinds: tuple[str, ...], skip: Optional[str] = None) -> Optional[dict[str, Any]]:
@@ -73,6 +74,8 @@ def runtime_boot(nd: NodeRun) -> Outcome:
     runtime = nd.manifest.get("runtime") or {}
     inband = [s.check for s in nd.plan.inband_work]
     why = nd.reset_needed + inband
+    if "os_install" in nd.graph.specs and needs_install(nd, nd.settings.launcher):
+        why.append("os_install")  # the OS is written from the runtime only
     if not why and nd.settings.runtime_boot != "always":
         return passed(reason="not needed: no staged firmware, no pending BIOS setting, no in-band update")
     if not runtime:
@@ -113,8 +116,9 @@ def runtime_boot(nd: NodeRun) -> Outcome:
         return failed("the runtime did not come up within %gs after %s with a one-time %s override (%s)"
                       % (timeout, reset, target, text), "check the runtime image URL and the node's console",
                       evidence=evidence)
-    return passed(reason="booted %s via %s (one-time %s override, %s): %s"
-                  % (image, runtime["method"], target, reset, text), evidence=evidence)
+    return passed(reason="booted %s via %s (one-time %s override, %s) for %s: %s"
+                  % (image, runtime["method"], target, reset, ", ".join(why) or "runtime_boot always", text),
+                  evidence=evidence)
 
 
 def eject_runtime(nd: NodeRun) -> Optional[str]:

@@ -69,6 +69,7 @@ from .bios import apply_bios
 from .firmware import apply_oob_firmware
 from .._core.fwplan import Step, build_plan, diff_of, format_plan
 from .node import READ_SECTIONS, STAGE, NodeRun, ProvisionSettings, check_graph
+from .os_install import install_os, verify_os_boot
 from .proof import prove_boot
 from .runtime import eject_runtime, runtime_boot
 from .verify import fresh_diff, inband_outcome, verify
@@ -82,7 +83,8 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
     Never raises for the node's own problems: they end in its check results.
     """
     node, manifest = item["node"], item["manifest"]
-    graph = check_graph(manifest, settings.optional, prove_runtime=settings.runtime_probe == "proof")
+    graph = check_graph(manifest, settings.optional, prove_runtime=settings.runtime_probe == "proof",
+                        install_os=settings.os_install)
     client = bmc_client(item["endpoint"]["url"], item["entry"], settings, client_factory, registries=registries)
     nd = NodeRun(host, node, manifest, client, settings, None if check_mode else ledger, run_id, graph)
     out = {"endpoint": item["endpoint"], "writes": 0}
@@ -120,7 +122,7 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
             if out.get("diff") and any(out["diff"]["before"].values()):
                 out["diff"] = fresh_diff(nd, out["diff"])
             for name in graph.order():
-                if name not in nd.statuses and name not in ("tunings", "verify") and not \
+                if name not in nd.statuses and name not in ("tunings", "verify", "os_install", "os_boot") and not \
                         any(c.get("phase") == "in_band" and "firmware:%s" % c["id"] == name
                             for c in manifest.get("firmware", [])):
                     nd.run(name, lambda: not_run("not reached"))
@@ -142,6 +144,11 @@ def process_node(host: str, item: dict[str, Any], settings: ProvisionSettings, r
                                                   tun.get("evidence") or {}) if tun else
                        not_run("the in-band phase did not apply the tunings on this node"))
             nd.run("verify", lambda: verify(nd))
+            if "os_install" in graph.specs:
+                launcher = settings.launcher
+                nd.run("os_install", lambda: install_os(nd, launcher) if nd.manifest.get("os") else
+                       failed("os_install is on but the SKU pins no os image", "add os: to the SKU (images/os)"))
+                nd.run("os_boot", lambda: verify_os_boot(nd, launcher, (settings.console_logs or {}).get(host)))
             if ejected:
                 out["ejected"] = ejected
     except SymphonyError as exc:
@@ -292,8 +299,10 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool = False) ->
         runtime_config_url=params.get("runtime_config_url"),
         runtime_probe=params.get("runtime_probe") or "ssh", runtime_boot=params.get("runtime_boot") or "auto",
         poll_s=params.get("poll_s") or 5.0,
-        launcher=launcher_from_params(params) if params.get("runtime_probe") == "proof" else None,
-        console_logs=params.get("console_logs"))
+        launcher=launcher_from_params(params) if params.get("runtime_probe") == "proof" or params.get("os_install")
+        else None,
+        console_logs=params.get("console_logs"), os_install=bool(params.get("os_install")),
+        os_image_url=params.get("os_image_url"), os_install_timeout_s=params.get("os_install_timeout_s") or 1800.0)
 
 
 def module_run(params: Mapping[str, Any], phase: str, check_mode: bool = False) -> dict[str, Any]:

@@ -31,3 +31,16 @@ def test_x86_skus_pin_the_built_runtime(skus, repo_root):
 def test_the_aarch64_sku_pins_nothing_it_did_not_build(skus):
     rt = skus["gb200_nvl_tray"]["runtime"]
     assert "sha256" not in rt and "build_id" not in rt
+
+
+def _os_cmdline(repo_root):
+    text = (repo_root / "images" / "os" / "build.sh").read_text()
+    return re.search(r'^LABEL=(\S+)', text, re.M).group(1)
+
+
+def test_the_hgx_sku_pins_the_built_os_image(skus, repo_root):
+    pin = skus["hgx_h100_supermicro"]["os"]
+    assert re.fullmatch(r"os-[0-9a-f]{16}", pin["build_id"])
+    assert pin["root_label"] == _os_cmdline(repo_root)   # what images/os labels the root it builds
+    assert pin["image_uri"].endswith("symphony-os-x86_64.img.zst") and pin["raw_bytes"] % 512 == 0
+    assert pin["target_disk"].startswith("/dev/") and set(pin["packages"]) == {"openssh-server", "python3"}
