@@ -146,8 +146,11 @@ bench: bootstrap
 	@set -e; for b in tests/bench/bench_*.py; do echo "== $$b"; BENCH_FA_LAB=$${BENCH_FA_LAB:-1} $(PY) $$b; done
 	@for f in build/bench/*.json; do echo "$$f: $$(cat $$f)"; done
 
-demo: bootstrap
-	$(PY) -m symphony_demo $(ARGS)
+# DEMO_VM_NODES (2; 0 leaves them out): VM-backed nodes provisioned for real after the main job (QEMU guests, the
+# runtime and OS images of make runtime, cached: the first demo builds them in about 5 minutes).
+DEMO_VM_NODES ?= 2
+demo: bootstrap $(if $(filter-out 0,$(DEMO_VM_NODES)),runtime)
+	$(PY) -m symphony_demo --vm-nodes $(DEMO_VM_NODES) $(ARGS)
 
 demo-down: venv collection
 	$(PY) -m symphony_demo down

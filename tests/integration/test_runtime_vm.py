@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -212,3 +213,22 @@ def test_an_install_killed_during_the_write_is_redone_from_the_start(scenario, r
         assert again["os_install"]["status"] == "pass", again["os_install"]
         assert "read back sha256 as pinned" in again["os_install"]["reason"]
         assert again["os_boot"]["status"] == "pass" and again["gate"]["status"] == "pass"
+
+
+def test_the_demo_provisions_its_vm_backed_nodes_through_ansible(repo_root, runtime, os_image):
+    """make demo's last part alone (python -m symphony_demo vm): playbooks/provisioning.yml on two VM-backed nodes,
+    runtime boot and proof, tunings in the guest, the OS written and booted; gate rows and consoles in the report."""
+    proc = subprocess.run([sys.executable, "-m", "symphony_demo", "vm"], cwd=repo_root, capture_output=True,
+                          text=True, timeout=scaled(1500), check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((repo_root / "build" / "demo" / "vm" / "summary.json").read_text())
+    assert sorted(summary["nodes"]) == ["vm-v01-u02", "vm-v01-u06"]
+    for host, node in summary["nodes"].items():
+        assert node["gate"] == "pass", (host, node)
+        for check in ("runtime_boot", "runtime_proof", "verify", "os_install", "os_boot"):
+            assert node["checks"][check]["status"] == "pass", (host, check, node["checks"][check])
+        assert node["checks"]["os_boot"]["reason"].startswith("runs OS image %s from /dev/vda1" % os_image["build_id"])
+        serial = (repo_root / summary["console"] / ("%s.serial.log" % host)).read_text(errors="replace")
+        assert "symphony-os %s: ready" % os_image["build_id"] in serial   # the console evidence of the disk boot
+    report = json.loads((repo_root / "build" / "demo" / "vm" / "report" / "report.json").read_text())
+    assert "vm-v01-u02" in json.dumps(report)

@@ -216,12 +216,14 @@ def run_site(console, extra_args):
     return run_playbook(console, "site.yml", [CALIBRATED_VARS], extra_args, LOG)
 
 
-def run_playbook(console, playbook, var_files, extra_args, log_path, append=False):
-    """ansible-playbook playbooks/<playbook> on the demo inventory with ``var_files`` as extra vars, its output in
-    ``log_path`` (appended with ``append``) and its progress lines on the console; returns its exit status."""
-    env = dict(os.environ, SYMPHONY_LEDGER=str(LEDGER), ANSIBLE_FORCE_COLOR="0",
+def run_playbook(console, playbook, var_files, extra_args, log_path, append=False, inventory=INVENTORY,
+                 ledger=LEDGER):
+    """ansible-playbook playbooks/<playbook> on the demo inventory (or ``inventory``, its ``ledger``) with
+    ``var_files`` as extra vars, its output in ``log_path`` (appended with ``append``) and its progress lines on the
+    console; returns its exit status."""
+    env = dict(os.environ, SYMPHONY_LEDGER=str(ledger), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOG_PATH="", ANSIBLE_NOCOLOR="1")
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
            str(ROOT / "playbooks" / playbook)]
     for path in var_files:
         cmd += ["-e", "@%s" % path]
@@ -237,6 +239,18 @@ def run_playbook(console, playbook, var_files, extra_args, log_path, append=Fals
             if _PROGRESS.match(line):
                 console.print(line.rstrip(), markup=False, overflow="ellipsis", no_wrap=True)
         return proc.wait()
+
+
+def run_vm(console, count):
+    """The VM-backed nodes (symphony_demo.vm): provisioned for real after the main job; ``(rc, summary)``."""
+    from symphony_demo import vm
+    if not 0 < count <= 2:
+        raise DemoError("--vm-nodes takes 1 or 2 (inventories/demo-vm has two nodes), not %d" % count)
+    missing = vm.qemu_missing()
+    if missing:
+        raise DemoError("VM-backed nodes need %s: make runtime installs them (or run without --vm-nodes)"
+                        % ", ".join(missing))
+    return vm.run_vm_nodes(console, run_playbook, count)
 
 
 def prepare_fleet_audit(lab_hosts):
@@ -345,8 +359,12 @@ def summarise(console, wall_s, rc, exercise_node=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m symphony_demo", description=__doc__.splitlines()[0])
-    parser.add_argument("command", nargs="?", default="run", choices=["run", "down"])
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "down", "vm"],
+                        help="run: the main job; vm: only the VM-backed nodes (--vm-nodes, default 2); down: stop all")
     parser.add_argument("--fresh", action="store_true", help="restart the emulator and start a new ledger")
+    parser.add_argument("--vm-nodes", type=int, default=0, metavar="N",
+                        help="also provision N (0-2) VM-backed nodes for real: QEMU guests booting the built runtime "
+                             "and getting the built OS image on their disks (make demo passes 2)")
     parser.add_argument("ansible_args", nargs=argparse.REMAINDER, help="extra ansible-playbook arguments")
     args = parser.parse_args(argv)
     console = _console()
@@ -358,6 +376,9 @@ def main(argv=None):
         console.print("lab: down (namespaces, bridge, sshd and Slurm of %s removed)" % os.path.relpath(
             ROOT / "build" / "lab", ROOT))
         return 0
+    if args.command == "vm":
+        vm_rc, vm_summary = run_vm(console, args.vm_nodes or 2)
+        return 0 if vm_rc == 0 and all(n["gate"] == "pass" for n in vm_summary["nodes"].values()) else 1
     start = time.monotonic()
     DEMO.mkdir(parents=True, exist_ok=True)
     if args.fresh:
@@ -402,6 +423,15 @@ def main(argv=None):
     exercise_node = ((audit_spec or {}).get("xid") or {}).get("node") if audit_spec and not args.ansible_args \
         else None
     summary = summarise(console, time.monotonic() - start, rc, exercise_node)
+    if args.vm_nodes and not args.ansible_args:
+        vm_rc, vm_summary = run_vm(console, args.vm_nodes)
+        summary["vm_nodes"] = vm_summary
+        SUMMARY.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        broken = sorted(h for h, n in vm_summary["nodes"].items() if n["gate"] != "pass")
+        if vm_rc != 0 or broken:
+            console.print("[red]demo failed: the VM-backed nodes' provisioning exited %d; not passed: %s; see %s[/]"
+                          % (vm_rc, ", ".join(broken) or "none", os.path.relpath(DEMO / "vm" / "ansible.log", ROOT)))
+            return 1
     # ansible-playbook exits 2 when some hosts failed their gate: that is the demo working. Anything else
     # (syntax error, unreachable controller, a crash) or a node no stage looked at is a broken demo.
     unaudited = [h for h, n in summary["nodes"].items() if n["last_stage"] is None]
