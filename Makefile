@@ -13,7 +13,7 @@ SANITY    := $(ROOT)/build/sanity/ansible_collections/symphony/cluster
 
 # The collection is importable as ansible_collections.symphony.cluster from the build tree;
 # community.general & co. come from the `ansible` package in the venv.
-export PATH := $(BIN):$(PATH)
+export PATH := $(BIN):$(ROOT)/build/tools/bin:$(PATH)
 export PYTHONPATH := $(COLL_ROOT):$(ROOT)/tools
 export ANSIBLE_COLLECTIONS_PATH := $(COLL_ROOT)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
@@ -26,7 +26,7 @@ DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-cl
 RUNTIME_DEB_PACKAGES := mmdebstrap cpio zstd xorriso isolinux syslinux-common qemu-system-x86 qemu-utils \
                         fdisk grub-pc-bin
 
-.PHONY: help bootstrap venv debs collection demo-down test test-unit test-sanity test-lint test-molecule \
+.PHONY: help bootstrap venv debs collection promtool demo-down test test-unit test-sanity test-lint test-molecule \
         test-types test-docs docs test-integration test-under-load bench demo lab-up lab-down lab-calibrate clean \
         pg-up pg-down test-ledger-pg runtime test-runtime \
         device-wheels device-check device-collect
@@ -41,7 +41,18 @@ help:
 	@echo "make runtime - build the RAM-only provisioning runtime ISO and the OS image into build/ (cached)"
 	@echo "make device-check - prepare and test here what tests/device/run.sh carries to a GPU machine"
 
-bootstrap: venv debs collection
+bootstrap: venv debs collection promtool
+
+# promtool (Prometheus's own metrics linter) for the fleet-audit textfile test: only the binary, unpacked from
+# Debian's prometheus package into build/tools (installing the package would also start a Prometheus server).
+promtool: build/tools/bin/promtool
+build/tools/bin/promtool:
+	@mkdir -p build/tools/deb build/tools/bin
+	cd build/tools/deb && (apt-get download -q prometheus >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get download -q prometheus >/dev/null 2>&1))
+	dpkg-deb -x build/tools/deb/prometheus_*.deb build/tools/root
+	rm -rf build/tools/deb
+	ln -sfn ../root/usr/bin/promtool $@
 
 # The RAM-only provisioning runtime (images/runtime: mmdebstrap root packed as the initramfs, BIOS ISO) and the
 # production OS image provisioning writes last (images/os: mmdebstrap root as an ext4 partition of a raw BIOS disk

@@ -35,10 +35,14 @@ def test_the_metrics_parse_with_the_values_the_ledger_gave():
     assert busbw == {str(1 << 20): 41.5, str(1 << 30): 362.0}
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed here")
-def test_promtool_accepts_the_textfile(tmp_path):
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool is not installed here (make bootstrap unpacks it into build/tools/bin)")
+def test_promtool_accepts_the_textfile_and_refuses_a_broken_one(tmp_path):
     res = subprocess.run(["promtool", "check", "metrics"], input=_text(), capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
+    broken = _text().replace("symphony_gate_status{", "symphony_gate_status{node=", 1)
+    res = subprocess.run(["promtool", "check", "metrics"], input=broken, capture_output=True, text=True, check=False)
+    assert res.returncode != 0   # the check can fail: a sample line that does not parse
 
 
 def test_the_dashboard_queries_only_exported_metrics(repo_root):
