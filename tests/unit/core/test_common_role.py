@@ -47,3 +47,25 @@ def test_the_same_directory_by_another_path_passes(repo_root, tmp_path):
 def test_stage_roles_default_to_the_inventory_sku_dir(repo_root, role):
     defaults = yaml.safe_load((repo_root / "roles" / role / "defaults" / "main.yml").read_text())
     assert defaults["%s_sku_dir" % role].startswith("{{ symphony_sku_dir | default(")
+
+
+def test_pre_deployment_refuses_the_whole_play_once_not_host_by_host(repo_root, tmp_path):
+    """pre_deployment includes common once for the play (its argument validation on 10,000 hosts cost minutes):
+    a SKU directory elsewhere still stops every host before any BMC is touched."""
+    site = tmp_path / "site-skus"
+    site.mkdir()
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("".join("n%d ansible_connection=local\n" % i for i in range(3)))
+    playbook = tmp_path / "pd.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
+                                         "roles": [{"role": "symphony.cluster.pre_deployment"}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(repo_root / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(repo_root / "build" / "collections"), ANSIBLE_NOCOLOR="1")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory), str(playbook),
+           "-e", "symphony_sku_dir=%s" % site, "-e", "pre_deployment_sku_dir=%s" % (repo_root / "skus"),
+           "-e", "pre_deployment_bmc_username=u", "-e", "pre_deployment_bmc_password=p"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode != 0, out.stdout
+    assert "the twin inventory loaded the SKU manifests from %s" % site in " ".join(out.stdout.split())
+    assert out.stdout.count("Validating arguments against arg spec 'main' - Internal") == 1
+    assert "Audit the play's BMCs" not in out.stdout   # no host went on to the audit
