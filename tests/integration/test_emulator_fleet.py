@@ -48,13 +48,21 @@ def test_https_verified_with_the_generated_ca(fleet, hosts):
 def test_sushy_reads_the_generated_bmc(fleet, hosts):
     sushy = pytest.importorskip("sushy")
     node = fleet.nodes[hosts[3]]
-    root = sushy.Sushy(node.url + "/redfish/v1", verify=fleet.ca_bundle,
-                       auth=sushy.auth.SessionAuth(node.username, node.password))
-    system = root.get_system("/redfish/v1/Systems/1")
-    assert system.model == "SYS-821GE-TNHR" and system.power_state == sushy.PowerState.ON
-    assert fleet.state(hosts[3])["sessions"] == 1
-    assert system.memory_summary.size_gib == 2048
-    assert sorted(p.identity for p in system.processors.get_members()) == ["CPU1", "CPU2"]
+    auth = sushy.auth.SessionAuth(node.username, node.password)
+    root = sushy.Sushy(node.url + "/redfish/v1", verify=fleet.ca_bundle, auth=auth)
+    try:
+        system = root.get_system("/redfish/v1/Systems/1")
+        assert system.model == "SYS-821GE-TNHR" and system.power_state == sushy.PowerState.ON
+        assert fleet.state(hosts[3])["sessions"] == 1
+        assert system.memory_summary.size_gib == 2048
+        assert sorted(p.identity for p in system.processors.get_members()) == ["CPU1", "CPU2"]
+    finally:
+        # Log out here, in the test's thread. Left to Sushy.__del__, the logout (a blocking DELETE of the session)
+        # runs wherever the cyclic garbage collector happens to collect the client: once it was the emulator's own
+        # event-loop thread, which then waited on itself for 60 s x 10 tries and wedged every later request (the
+        # "never answered" GETs of test_control_endpoint_and_runtime_faults; faulthandler's dump showed it).
+        auth.close()
+    assert fleet.state(hosts[3])["sessions"] == 0   # logged out now, not at some later collection
 
 
 def test_wrong_credentials_and_unreachable(fleet, hosts):

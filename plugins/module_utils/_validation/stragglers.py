@@ -9,7 +9,8 @@ up to the collective shows which one it is.  The smoke workload prints, on every
 
     rank_step: {"rank": 3, "node": "lab2", "step": 4, "step_s": 0.21, "compute_s": 0.19}
 
-(``compute_s``: forward and loss, before DDP's all-reduce hooks; ``step_s``: the whole step).  A rank is a
+(``compute_s``: forward and loss, before DDP's all-reduce hooks, on a GPU in wall time, on a CPU in the rank's own
+CPU time so that a rank another process kept off a shared core is not called slow; ``step_s``: the whole step).  A rank is a
 straggler when its median ``compute_s`` over the steps after warm-up is beyond BOTH rules against the median of
 every rank's median (the peers' median):
 

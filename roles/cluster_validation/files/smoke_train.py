@@ -26,9 +26,13 @@ Every rank prints its own step times, for the straggler rule (``_validation/stra
 
     rank_step: {"rank": 1, "node": "lab2", "step": 3, "step_s": 0.051, "compute_s": 0.012}
 
-``compute_s`` is forward and loss, before DDP's gradient all-reduce makes every rank wait for the slowest.
-``--straggle-rank R --straggle-s S`` (the lab's injection, never set in production) adds S seconds of busy
-compute to rank R's forward, as a slow GPU would.
+``compute_s`` is forward and loss, before DDP's gradient all-reduce makes every rank wait for the slowest: on a
+GPU the wall time between device syncs (the GPU's speed), on a CPU the process's CPU time (``time.process_time``):
+a slower core spends more CPU time on the same work, while a rank that another process kept off a shared core
+(lab hosts share the machine's cores with everything else on it) spends the same, so a busy machine makes no
+straggler.  ``compute_wall_s`` is the wall time either way (evidence).  ``--straggle-rank R --straggle-s S`` (the
+lab's injection, never set in production) adds S seconds of busy compute, on that same clock, to rank R's forward,
+as a slow GPU would.
 """
 
 import argparse
@@ -255,19 +259,23 @@ def main(argv=None):
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
     generator = torch.Generator().manual_seed(1000 + rank)
     post_warmup = []
+    # the straggler rule's clock (module docstring): a GPU's wall time, a CPU's own CPU time
+    compute_clock = time.perf_counter if device.type == "cuda" else time.process_time
     for step in range(1, args.steps + 1):
         tokens = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=generator).to(device)
         sync(device)
         start = time.perf_counter()
+        compute_start = compute_clock()
         with torch.autocast(device.type, dtype=compute, enabled=compute != torch.float32):
             logits = model(tokens[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, args.vocab).float(), tokens[:, 1:].reshape(-1))
         if rank == args.straggle_rank:
-            busy_until = time.perf_counter() + args.straggle_s
-            while time.perf_counter() < busy_until:
+            busy_until = compute_clock() + args.straggle_s
+            while compute_clock() < busy_until:
                 pass
         sync(device)
-        compute_s = time.perf_counter() - start
+        compute_s = compute_clock() - compute_start
+        compute_wall_s = time.perf_counter() - start
         optimizer.zero_grad()
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -283,7 +291,7 @@ def main(argv=None):
             "tflops: {:,.2f}  mfu: {:.2f}%".format(step, loss.item(), float(grad_norm), round(tps), tflops, mfu))
         print("[rank%d]: rank_step: %s" % (rank, json.dumps({
             "rank": rank, "node": node_name, "step": step, "step_s": round(elapsed, 6),
-            "compute_s": round(compute_s, 6)}, sort_keys=True)), flush=True)
+            "compute_s": round(compute_s, 6), "compute_wall_s": round(compute_wall_s, 6)}, sort_keys=True)), flush=True)
         if step > args.warmup:
             post_warmup.append(tps)
     summary = {

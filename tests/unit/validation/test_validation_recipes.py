@@ -1,8 +1,10 @@
 """Recipe log parsers: torchtitan, Megatron-LM, and the real smoke workload's output."""
 
+import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -109,3 +111,42 @@ def test_real_smoke_workload_output(repo_root):
     # Same convention, same throughput, same peak: only the printed rounding of tps differs.
     assert abs(ours["disagreement_pt"]) < 0.05 * max(1.0, ours["mfu_pct"])
     assert 0 < ours["mfu_pct"] < 100
+
+
+def test_a_cpu_rank_kept_off_its_core_is_not_slower_but_a_slow_one_is(repo_root):
+    """On a CPU the straggler rule's compute_s is the rank's own CPU time: a rank paused by the machine (here SIGSTOP
+    for 0.3 s, what another process on a shared core does to it) is not slower by that; the seeded straggle is."""
+    import json as _json
+    import signal
+    import threading
+
+    from ansible_collections.symphony.cluster.plugins.module_utils._validation.stragglers import parse_rank_steps
+
+    script = pathlib.Path(repo_root) / "roles" / "cluster_validation" / "files" / "smoke_train.py"
+    argv = [sys.executable, str(script), "--steps", "4", "--warmup", "1", "--gemm-size", "128", "--layers", "1",
+            "--dim", "64", "--seq", "32", "--straggle-rank", "0", "--straggle-s", "0.4"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    out = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + scaled(120)
+    while not any("rank_step" in line for line in out) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for _pause in range(3):   # pauses land in the straggle loop of the next steps (0.4 s of CPU time each)
+        time.sleep(0.1)
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGCONT)
+    assert proc.wait(timeout=scaled(120)) == 0, "".join(out)
+    reader.join(timeout=10)
+    steps = parse_rank_steps("".join(out))
+    assert len(steps) == 4
+    for rec in steps:
+        assert rec["compute_s"] >= 0.4                    # the seeded straggle counts, on the rule's clock
+        assert rec["compute_wall_s"] >= rec["compute_s"] - 0.05
+    paused = [r for r in steps if r["compute_wall_s"] - r["compute_s"] > 0.2]
+    assert paused, _json.dumps(steps)                    # some step was paused for real (wall time shows it) ...
+    assert max(r["compute_s"] for r in steps) < 0.4 + 0.3   # ... and no step's compute_s took the pause in
