@@ -104,10 +104,11 @@ options:
   os_install:
     description:
       - The last provisioning step. Phase C(verify), once C(verify) passed, writes the SKU's C(os) image to its
-        C(target_disk) from the proven runtime (local images checked against C(os.sha256) and streamed over SSH,
-        URLs fetched by the node), reads it back against C(os.raw_sha256), boots the disk once and verifies the OS
-        in-band (checks C(os_install) and C(os_boot)). A node already on the pinned OS is not rewritten; phase
-        C(out_of_band) boots the runtime for a node that is not. Overwrites the target disk.
+        C(target_disk) from the proven runtime (the image checked against C(os.sha256) on the controller, a URL
+        fetched once into O(image_dir) with TLS verified, and streamed over SSH), reads it back against
+        C(os.raw_sha256), boots the disk once and verifies the OS in-band (checks C(os_install) and C(os_boot)).
+        A node already on the pinned OS is not rewritten; phase C(out_of_band) boots the runtime for a node that is
+        not. Overwrites the target disk.
     type: bool
     default: false
   os_image_url:

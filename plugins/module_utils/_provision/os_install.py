@@ -8,10 +8,11 @@ runtime that inherits nothing, then the OS).
 Two checks, after ``verify`` passed (every firmware version and BIOS attribute at the SKU's baseline):
 
 * ``os_install``: in-band, from the proven runtime (:func:`install_os`): the image (the SKU's ``os.image_uri``,
-  pinned by ``sha256``; a local file is checked on the controller and streamed over SSH, a URL is fetched by the
-  node) is decompressed onto ``os.target_disk``.  Its first MiB (MBR and boot loader) is zeroed first and written
-  last, only after the rest read back from the disk hashes to the pinned ``raw_sha256``: a write that dies half-way
-  leaves a disk that boots nothing, never a half-written OS that looks installed.  Then the controller's SSH key (the
+  pinned by ``sha256``; a URL is first fetched once into the controller's image cache with TLS verified) is checked
+  against the pin on the controller, streamed over SSH and decompressed onto ``os.target_disk``.  Its first MiB
+  (MBR and boot loader) is zeroed first and written last, only after the rest read back from the disk hashes to
+  the pinned ``raw_sha256``: a write that dies half-way leaves a disk that boots nothing, never a half-written OS
+  that looks installed.  Then the controller's SSH key (the
   one the runtime was given at boot, never in the image) and the hostname go onto the new root, and the BMC sets a
   one-time ``Hdd`` boot and resets the node.
 * ``os_boot``: in-band, after the reset (:func:`verify_os_boot`): root is the pinned image's partition on the target
@@ -27,9 +28,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import tempfile
 import time
 from typing import Any, Callable, Mapping, Optional
+from urllib.error import HTTPError, URLError
 from urllib.parse import unquote, urlsplit
+
+from ansible.module_utils.urls import open_url
 
 from .._core.gate import Outcome, failed, not_run, passed
 from .._host.launchers import Launcher
@@ -52,23 +59,22 @@ OS_PROBE = (
     "echo end=1"
 )
 
-# bash on the runtime: $1 disk, $2 raw bytes, $3 root label, $4 hostname, $5 URL ('' = the image comes on stdin).
+# bash on the runtime, the zstd image on stdin: $1 disk, $2 raw bytes, $3 root label, $4 hostname, $5 raw sha256.
 WRITE = r"""set -euo pipefail
-disk=$1 raw=$2 label=$3 name=$4 url=$5
+disk=$1 raw=$2 label=$3 name=$4 want=$5
 [ -b "$disk" ] || { echo "error=$disk is not a block device"; exit 3; }
 if findmnt -rno SOURCE | grep -q "^$disk"; then echo "error=$disk is mounted"; exit 3; fi
 [ "$(blockdev --getsize64 "$disk")" -ge "$raw" ] || { echo "error=$disk is smaller than the image ($raw bytes)"; exit 3; }
 start=$(date +%s)
 # the boot sector first: from here until the end nothing on this disk boots
 dd if=/dev/zero of="$disk" bs=1M count=1 conv=fsync,notrunc status=none
-fetch() { if [ -n "$url" ]; then python3 -c 'import shutil,sys,urllib.request; shutil.copyfileobj(urllib.request.urlopen(sys.argv[1], timeout=60), sys.stdout.buffer)' "$url"; else cat; fi; }
-fetch | zstd -dc | { dd of=/run/os-head.bin bs=1M count=1 iflag=fullblock status=none;
+zstd -dc | { dd of=/run/os-head.bin bs=1M count=1 iflag=fullblock status=none;
                      dd of="$disk" bs=4M seek=1M oflag=seek_bytes iflag=fullblock conv=fsync,notrunc status=none; }
 sync; echo 3 > /proc/sys/vm/drop_caches
 sum=$( { cat /run/os-head.bin; dd if="$disk" bs=4M skip=1M count=$((raw - 1048576)) iflag=skip_bytes,count_bytes status=none; } | sha256sum | cut -c1-64)
 echo "written=$sum"
 echo "seconds=$(( $(date +%s) - start ))"
-if [ "$sum" != "$6" ]; then echo end=1; exit 0; fi
+if [ "$sum" != "$want" ]; then echo end=1; exit 0; fi
 dd if=/run/os-head.bin of="$disk" bs=1M count=1 conv=fsync,notrunc status=none
 blockdev --rereadpt "$disk"; udevadm settle --timeout=30 || true
 part=$(blkid -L "$label" || true)
@@ -161,11 +167,29 @@ def in_runtime(found: Mapping[str, Any], runtime: Mapping[str, Any]) -> bool:
         (found.get("root") or {}).get("fstype") in RAM_FSTYPES
 
 
-def _local_image(uri: str) -> Optional[str]:
+def local_image(uri: str, sha256: str, cache_dir: Optional[str] = None, timeout_s: float = 60) -> str:
+    """A local path of the image ``uri``: a path or ``file://`` as is; ``http(s)://`` fetched once (TLS verified,
+    ``ansible.module_utils.urls.open_url``) into ``cache_dir`` (default the system temp dir) as
+    ``symphony-os-<sha256>.img.zst`` and reused while its bytes still hash to ``sha256``.
+
+    Raises ``OSError`` (unreadable, unreachable, or an unsupported scheme).
+    """
     parts = urlsplit(uri)
     if parts.scheme in ("", "file"):
         return unquote(parts.path)
-    return None
+    if parts.scheme not in ("http", "https"):
+        raise OSError("unsupported scheme %r for the OS image %s" % (parts.scheme, uri))
+    path = os.path.join(cache_dir or tempfile.gettempdir(), "symphony-os-%s.img.zst" % sha256)
+    if os.path.exists(path) and _sha256_file(path) == sha256:
+        return path
+    part = path + ".part"
+    try:
+        with open_url(uri, timeout=timeout_s, validate_certs=True) as response, open(part, "wb") as out:
+            shutil.copyfileobj(response, out, MIB)
+    except (HTTPError, URLError) as exc:   # subclasses of OSError but for the message
+        raise OSError("cannot fetch the OS image %s: %s" % (uri, exc)) from exc
+    os.replace(part, path)
+    return path
 
 
 def _sha256_file(path: str) -> str:
@@ -210,19 +234,17 @@ def install_os(nd: NodeRun, launcher: Optional[Launcher], runner: Callable[..., 
                       % (found.get("error") or "root %s, build id %r, OS image %r" % (
                           (found.get("root") or {}).get("source"), found.get("runtime"), found.get("os_image"))),
                       "rerun provisioning: the node boots the runtime first when it is not on the pinned OS")
-    local = _local_image(image)
-    if local is not None:
-        try:
-            digest = _sha256_file(local)
-        except OSError as exc:
-            return failed("cannot read the OS image %s: %s" % (local, exc), "build it (make runtime) or fix os_image_url")
-        if digest != pin["sha256"]:
-            return failed("the OS image %s has sha256 %s, the SKU pins %s" % (local, digest, pin["sha256"]),
-                          "rebuild the image or pin the one you mean to install", expected=pin["sha256"],
-                          observed=digest)
+    try:
+        local = local_image(image, pin["sha256"], nd.settings.image_dir)
+        digest = _sha256_file(local)
+    except OSError as exc:
+        return failed("cannot read the OS image %s: %s" % (image, exc), "build it (make runtime) or fix os_image_url")
+    if digest != pin["sha256"]:
+        return failed("the OS image %s has sha256 %s, the SKU pins %s" % (local, digest, pin["sha256"]),
+                      "rebuild the image or pin the one you mean to install", expected=pin["sha256"],
+                      observed=digest)
     argv = launcher.wrap(nd.host, ["bash", "-c", WRITE, "install", pin["target_disk"], pin["raw_bytes"],
-                                   pin.get("root_label") or "symphony-os", nd.host, "" if local else image,
-                                   pin["raw_sha256"]])
+                                   pin.get("root_label") or "symphony-os", nd.host, pin["raw_sha256"]])
     try:
         res = runner(argv, nd.settings.os_install_timeout_s, stdin_path=local)
     except CommandTimeoutError as exc:

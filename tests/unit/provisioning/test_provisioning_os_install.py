@@ -121,19 +121,41 @@ def test_the_image_is_streamed_read_back_and_the_disk_booted_once(tmp_path):
     out = os_install.install_os(nd, LAUNCHER, runner)
     assert out.status == PASS, out.reason
     argv, stdin_path = runner.calls[1]
-    assert stdin_path == str(tmp_path / "os.img.zst")   # a local image goes over SSH, never fetched by the node
-    assert "/dev/vda" in argv[-1] and "''" in argv[-1]
+    assert stdin_path == str(tmp_path / "os.img.zst")   # the image goes over SSH from the controller
+    assert "/dev/vda" in argv[-1] and hashlib.sha256(RAW).hexdigest() in argv[-1]
     assert writes == [("PATCH", "/redfish/v1/Systems/1",
                        {"Boot": {"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Once"}}),
                       ("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", {"ResetType": "ForceRestart"})]
 
 
-def test_a_url_is_fetched_by_the_node(tmp_path):
-    nd, _writes = _nd(tmp_path, image_uri="https://images.example.internal/os.img.zst")
-    runner = Scripted(IN_RUNTIME, "written=%s\nend=1\n" % hashlib.sha256(RAW).hexdigest())
-    assert os_install.install_os(nd, LAUNCHER, runner).status == PASS
-    argv, stdin_path = runner.calls[1]
-    assert stdin_path is None and "https://images.example.internal/os.img.zst" in argv[-1]
+def test_a_url_is_fetched_once_into_the_cache_checked_and_streamed(tmp_path):
+    import functools
+    import http.server
+    import threading
+    served = tmp_path / "www"
+    served.mkdir()
+    (served / "os.img.zst").write_bytes(b"compressed image")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = "http://127.0.0.1:%d/os.img.zst" % server.server_address[1]
+        nd, _writes = _nd(tmp_path, image_uri=url)
+        nd.settings.image_dir = str(tmp_path / "cache")
+        (tmp_path / "cache").mkdir()
+        runner = Scripted(IN_RUNTIME, "written=%s\nend=1\n" % hashlib.sha256(RAW).hexdigest())
+        assert os_install.install_os(nd, LAUNCHER, runner).status == PASS
+        _argv, stdin_path = runner.calls[1]
+        assert stdin_path.startswith(str(tmp_path / "cache")) and open(stdin_path, "rb").read() == b"compressed image"
+        # another image behind the same URL: fetched, hashed, refused before anything is sent
+        (served / "os.img.zst").write_bytes(b"another image")
+        nd, writes = _nd(tmp_path, image_uri=url, sha256="e" * 64)
+        runner = Scripted(IN_RUNTIME)
+        out = os_install.install_os(nd, LAUNCHER, runner)
+        assert out.status == FAIL and "the SKU pins " + "e" * 64 in out.reason and len(runner.calls) == 1
+        assert writes == []
+    finally:
+        server.shutdown()
 
 
 def test_a_read_back_that_differs_fails_and_nothing_is_booted(tmp_path):
