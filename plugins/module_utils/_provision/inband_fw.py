@@ -177,14 +177,23 @@ def local_image(image_dir: Optional[str], step: Step) -> Tuple[str, str]:
     path = os.path.join(image_dir or "", name)
     if not image_dir or not os.path.isfile(path):
         raise ValidationError("no local copy of %s in image_dir %s" % (name, image_dir), where=step["check"])
+    digest = file_sha256(path)
+    if digest != str(image.get("sha256", "")).lower():
+        raise ValidationError("image sha256 %s differs from the manifest's %s; not flashed"
+                              % (digest, image.get("sha256")), where=path)
+    return path, digest
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 (hex) of the file at ``path``, read in 1 MiB blocks (images never held in memory whole).
+
+    Raises ``OSError`` when it cannot be read.
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    if digest.hexdigest() != str(image.get("sha256", "")).lower():
-        raise ValidationError("image sha256 %s differs from the manifest's %s; not flashed"
-                              % (digest.hexdigest(), image.get("sha256")), where=path)
-    return path, digest.hexdigest()
+    return digest.hexdigest()
 
 
 def _all_accepted(versions: Dict[str, Any], step: Step) -> bool:

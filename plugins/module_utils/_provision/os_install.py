@@ -26,7 +26,6 @@ did not finish, so a killed install is redone from the start of the image write.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -42,6 +41,7 @@ from .._core.gate import Outcome, failed, not_run, passed
 from .._host.launchers import Launcher
 from .._host.process import CommandTimeoutError, run
 from .._redfish.reader import reset_request
+from .inband_fw import file_sha256
 from .node import NodeRun
 from .proof import RAM_FSTYPES, _flatten, no_answer
 
@@ -180,7 +180,7 @@ def local_image(uri: str, sha256: str, cache_dir: Optional[str] = None, timeout_
     if parts.scheme not in ("http", "https"):
         raise OSError("unsupported scheme %r for the OS image %s" % (parts.scheme, uri))
     path = os.path.join(cache_dir or tempfile.gettempdir(), "symphony-os-%s.img.zst" % sha256)
-    if os.path.exists(path) and _sha256_file(path) == sha256:
+    if os.path.exists(path) and file_sha256(path) == sha256:
         return path
     part = path + ".part"
     try:
@@ -190,14 +190,6 @@ def local_image(uri: str, sha256: str, cache_dir: Optional[str] = None, timeout_
         raise OSError("cannot fetch the OS image %s: %s" % (uri, exc)) from exc
     os.replace(part, path)
     return path
-
-
-def _sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(MIB), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def needs_install(nd: NodeRun, launcher: Optional[Launcher], runner: Callable[..., Any] = run) -> bool:
@@ -236,7 +228,7 @@ def install_os(nd: NodeRun, launcher: Optional[Launcher], runner: Callable[..., 
                       "rerun provisioning: the node boots the runtime first when it is not on the pinned OS")
     try:
         local = local_image(image, pin["sha256"], nd.settings.image_dir)
-        digest = _sha256_file(local)
+        digest = file_sha256(local)
     except OSError as exc:
         return failed("cannot read the OS image %s: %s" % (image, exc), "build it (make runtime) or fix os_image_url")
     if digest != pin["sha256"]:
