@@ -23,7 +23,7 @@ export SYMPHONY_SHARED := $(SHARED)
 DEB_PACKAGES := fio stress-ng iperf3 pciutils iproute2 openssh-server openssh-client slurm-wlm munge \
                 chromium rsync procps postgresql lldpd
 # The RAM-only runtime's builder and the VM-backed nodes (make runtime / make test-runtime only, not make test).
-RUNTIME_DEB_PACKAGES := mmdebstrap cpio zstd xorriso isolinux syslinux-common qemu-system-x86 qemu-utils \
+RUNTIME_DEB_PACKAGES := mmdebstrap cpio zstd lz4 xorriso isolinux syslinux-common qemu-system-x86 qemu-utils \
                         fdisk grub-pc-bin
 
 .PHONY: help bootstrap venv debs collection promtool demo-down test test-unit test-sanity test-lint test-molecule \

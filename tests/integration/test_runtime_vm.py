@@ -78,7 +78,7 @@ def scenario(repo_root, tmp_path, runtime):
 
 def _old_os_disk(runtime, tmp_path):
     """The node's previous OS on its disk: a runtime of another build (its own build id) that also carries the
-    disk marker, as an isohybrid image (BIOS boots it from a hard disk). An extra initrd overlays the two files."""
+    disk marker, as an isohybrid image (BIOS boots it from a hard disk). The two files overlay the runtime's root."""
     iso_root = tmp_path / "old-os"
     subprocess.run(["xorriso", "-osirrox", "on", "-indev", runtime["path"], "-extract", "/", str(iso_root)],
                    check=True, capture_output=True)
@@ -91,12 +91,14 @@ def _old_os_disk(runtime, tmp_path):
     names = subprocess.run(["find", ".", "-mindepth", "1"], cwd=overlay, check=True, capture_output=True, text=True)
     cpio = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc"], cwd=overlay, input=names.stdout.encode(),
                           check=True, capture_output=True).stdout
-    os.chmod(iso_root / "boot", 0o755)
-    (iso_root / "boot" / "old.cpio").write_bytes(cpio)
-    cfg = iso_root / "isolinux" / "isolinux.cfg"
-    os.chmod(cfg.parent, 0o755)
-    os.chmod(cfg, 0o644)
-    cfg.write_text(cfg.read_text().replace("/boot/initrd.zst", "/boot/initrd.zst,/boot/old.cpio"))
+    # One LZ4 archive holding both: the kernel stops at the end of an LZ4 legacy stream, so a second initrd
+    # appended behind it (isolinux's "initrd=a,b") would never be unpacked.
+    initrd = iso_root / "boot" / "initrd.lz4"
+    os.chmod(initrd.parent, 0o755)
+    os.chmod(initrd, 0o644)
+    root = subprocess.run(["lz4", "-dc", str(initrd)], check=True, capture_output=True).stdout
+    initrd.write_bytes(subprocess.run(["lz4", "-l", "-1", "-q"], input=root + cpio, check=True,
+                                      capture_output=True).stdout)
     disk = tmp_path / "old-os.iso"
     subprocess.run(["xorriso", "-as", "mkisofs", "-quiet", "-o", str(disk), "-V", "OLDOS", "-isohybrid-mbr",
                     "/usr/lib/ISOLINUX/isohdpfx.bin", "-c", "isolinux/boot.cat", "-b", "isolinux/isolinux.bin",

@@ -28,7 +28,7 @@ DISK_MOUNTS = {"filesystems": [{"target": "/", "source": "/dev/vda", "fstype": "
                                {"target": "/proc", "source": "proc", "fstype": "proc"}]}
 BLK = {"blockdevices": [{"name": "/dev/sr0", "type": "rom"},
                         {"name": "/dev/vda", "type": "disk", "children": [{"name": "/dev/vda1", "type": "part"}]}]}
-CMDLINE = "BOOT_IMAGE=/boot/vmlinuz console=tty0 console=ttyS0,115200 panic=30 symphony.runtime=1 initrd=/boot/initrd.zst"
+CMDLINE = "BOOT_IMAGE=/boot/vmlinuz console=tty0 console=ttyS0,115200 panic=30 symphony.runtime=1 initrd=/boot/initrd.lz4"
 
 
 def answer(root=None, mounts=None, blk=None, build_id="rt-0123456789abcdef", cmdline=CMDLINE,
