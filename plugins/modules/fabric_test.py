@@ -127,6 +127,12 @@ options:
   run_id:
     description: Run id to record under; a new one when omitted.
     type: str
+  injected:
+    description:
+      - Node -> what the fleet audit's exercise injected there (a degraded link). A failing node's reason ends
+        C([injected] <what>) and its observed value carries C(injected=true); an empty text marks nothing.
+    type: dict
+    default: {}
   record:
     description: Whether to append the verdicts to the ledger.
     type: bool
@@ -256,6 +262,7 @@ ARGUMENT_SPEC = {
     "stage": {"type": "str", "default": "burn_in", "choices": ["burn_in", "cluster_validation", "fleet_audit"]},
     "run_id": {"type": "str"},
     "record": {"type": "bool", "default": True},
+    "injected": {"type": "dict", "default": {}},
     "ledger": {"type": "str"},
 }
 

@@ -18,6 +18,10 @@ description:
     O(bmc_address).
   - C(inject_dcgm) runs C(dcgmi test --inject) on the XID field (230) of GPU O(gpu) on a real GPU node and returns
     the event; C(record_injection) records that event (O(injection)) in the ledger on the controller.
+  - C(inject_link), on the node (C(delegate_to) it; root), cuts O(link_interface)'s transmit side to
+    O(link_rate_mbit) Mbit/s with C(tc) (a C(tbf) root qdisc) and returns the event for C(record_injection); the
+    audit's fabric check (C(fleet_audit_fabric), C(iperf3 --bidir), the slower direction counts) finds it.
+    C(clear_link), the repair, removes it and returns the event for C(record_clear) (C(fault_cleared)).
   - C(resume) returns a node symphony drained (M(symphony.cluster.node_evict) drains it and promotes a spare) to
     service (C(scontrol update state=RESUME)) only once it passed a re-burn-in after the drain, else the task fails
     saying why; a node symphony did not drain is left alone.
@@ -29,7 +33,8 @@ options:
   action:
     description: The step.
     type: str
-    choices: [inject_lab, inject_sel, inject_dcgm, record_injection, resume, timings]
+    choices: [inject_lab, inject_sel, inject_dcgm, inject_link, clear_link, record_injection, record_clear, resume,
+              timings]
     required: true
   node:
     description: The node (its inventory name, which the ledger uses).
@@ -87,8 +92,17 @@ options:
     description: With C(inject_dcgm), the GPU index.
     type: int
     default: 0
+  link_interface:
+    description: With C(inject_link) and C(clear_link), the node's interface on the fabric under test (the lab
+      host's C(eth0)).
+    type: str
+  link_rate_mbit:
+    description: With C(inject_link), the rate the link is cut to, in Mbit/s.
+    type: int
+    default: 100
   injection:
-    description: With C(record_injection), the event C(inject_dcgm) returned.
+    description: With C(record_injection) and C(record_clear), the event C(inject_dcgm), C(inject_link) or
+      C(clear_link) returned.
     type: dict
   slurm_conf:
     description: The C(slurm.conf) the Slurm commands use (C(SLURM_CONF); the lab's).
@@ -110,6 +124,21 @@ EXAMPLES = r"""
     action: inject_lab
     node: lab2
     kernel_log_source: /var/lib/symphony-lab/lab2.kmsg
+  delegate_to: localhost
+
+- name: Cut lab2's link to 100 Mbit/s (the audit's fabric check must find it)
+  symphony.cluster.fleet_audit_exercise:
+    action: inject_link
+    node: lab2
+    link_interface: eth0
+    link_rate_mbit: 100
+  register: link
+
+- name: Record it in the ledger on the controller
+  symphony.cluster.fleet_audit_exercise:
+    action: record_injection
+    node: lab2
+    injection: "{{ link.event }}"
   delegate_to: localhost
 
 - name: Inject a Critical SEL entry on an emulated BMC
@@ -148,8 +177,8 @@ from ansible_collections.symphony.cluster.plugins.module_utils._host.slurm impor
 
 ARGUMENT_SPEC = {
     "ledger": {"type": "str"},
-    "action": {"type": "str", "choices": ["inject_lab", "inject_sel", "inject_dcgm", "record_injection", "resume",
-                                          "timings"], "required": True},
+    "action": {"type": "str", "choices": ["inject_lab", "inject_sel", "inject_dcgm", "inject_link", "clear_link",
+                                          "record_injection", "record_clear", "resume", "timings"], "required": True},
     "node": {"type": "str", "required": True},
     "slurm_node": {"type": "str"},
     "rerun_checks": {"type": "list", "elements": "str"},
@@ -164,6 +193,8 @@ ARGUMENT_SPEC = {
     "kernel_log_source": {"type": "str"},
     "xid": {"type": "int", "default": 79},
     "gpu": {"type": "int", "default": 0},
+    "link_interface": {"type": "str"},
+    "link_rate_mbit": {"type": "int", "default": 100},
     "injection": {"type": "dict"},
     "slurm_conf": {"type": "path"},
 }
@@ -172,6 +203,8 @@ ARGUMENT_SPEC = {
 def _run(params, check_mode):
     action = params["action"]
     slurm = Slurm(env=dict(os.environ, SLURM_CONF=params["slurm_conf"])) if params.get("slurm_conf") else None
+    if action in ("inject_link", "clear_link"):
+        return _link(params, check_mode)
     if action in ("inject_lab", "inject_sel", "inject_dcgm"):
         if check_mode:
             return {"changed": True, "event": {}}
@@ -202,6 +235,25 @@ def _run(params, check_mode):
         return exercise_module(dict(params, action="record_injection", injection=dict(data, run_id=params.get(
             "run_id"))), False)
     return exercise_module(params, check_mode, slurm)
+
+
+def _link(params, check_mode):
+    """inject_link / clear_link on the node itself: the tc commands, then the event the controller records."""
+    iface, rate = params.get("link_interface") or "", params["link_rate_mbit"]
+    if params["action"] == "inject_link":
+        argvs, event = exercise.link_inject_argv(iface, rate), exercise.link_event(iface, rate, params["node"])
+    else:
+        argvs = exercise.link_clear_argv(iface)
+        event = {"kind": "link", "method": "tc", "interface": iface, "cleared": True}
+    if check_mode:
+        return {"changed": True, "event": event}
+    for argv in argvs:
+        res = run(argv, 30)
+        # clearing what is not there (tc: "Cannot delete qdisc with handle of zero" / "Invalid handle") is done
+        if res.rc != 0 and params["action"] == "inject_link":
+            raise ValidationError("%s exited %d: %s" % (" ".join(argv), res.rc, res.stderr.strip()[:300]),
+                                  where=params["node"])
+    return {"changed": True, "event": dict(event, run_id=params.get("run_id"))}
 
 
 def main():

@@ -53,13 +53,16 @@ def plan(nodes, schedule="adaptive", seed=None):
 
 def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fraction=0.8, seed=None, max_rounds=8,
                     workers=8, cabling=None, stage="burn_in", run_id=None, ledger=None, clock=time.time,
-                    check=CHECK_INTERFACE, unmeasured=None):
+                    check=CHECK_INTERFACE, unmeasured=None, injected=None):
     """Run a schedule with ``transport``, localise, and (when ``ledger`` is given) record the verdicts.
 
     Per node: a :class:`~._core.gate.CheckResult` for ``check`` (default ``fabric_interface``; a SKU test's
     name when run from the declaration) at ``stage``; ``unmeasured`` (threshold -> why) holds a passing node
     at ``not_run`` (:func:`~._fabric.declared.hold_unmeasured`).  Per bad or
     ambiguous link: ``ledger.record_event(node, "fabric_link", data)`` for each endpoint node (see
+    :func:`~._fabric.localise.link_events`).  ``injected`` (node -> what was injected there, fleet_audit's
+    exercise): a failing node's reason ends ``[injected] <what>`` and its observed carries ``injected: true``
+    (the fault is marked injected wherever it is recorded); a passing node is left as it is (a miss).  (See
     :func:`~._fabric.localise.link_events`).  Returns ``{"rounds", "schedule", "threshold", "interfaces":
     {node: status/reason/...}, "bad_interfaces", "bad_links", "links", "ambiguous", "tests", "run_id"}``.
     """
@@ -78,6 +81,7 @@ def run_fabric_test(nodes, transport, schedule="adaptive", floor=None, min_fract
             {"a": t.a, "b": t.b, "value": t.value, "unit": t.unit, "status": t.status, "round": t.round}
             for t in out["tests"] if node in (t.a, t.b)])
     hold_unmeasured(outcomes, unmeasured or {})
+    mark_injected(outcomes, injected or {})
     events = link_events(loc, run_id)
     if ledger is not None:
         results = [CheckResult(node=node, stage=stage, check=check, status=o["status"],
@@ -130,6 +134,15 @@ def _result(run_id, schedule, transport, interfaces, ledger, check, **extra):
            "links": {}, "ambiguous": [], "tests": [], "threshold": None}
     out.update(extra)
     return out
+
+
+def mark_injected(outcomes, injected):
+    """Mark each failing node of ``outcomes`` that ``injected`` names (node -> text; empty text: nothing there)."""
+    for node, what in injected.items():
+        outcome = outcomes.get(node)
+        if what and outcome and outcome.get("status") == "fail":
+            outcome["reason"] = "%s [injected] %s" % (outcome.get("reason") or "", what)
+            outcome["observed"] = dict(outcome.get("observed") or {}, injected=True)
 
 
 def fabric_test_module(params, check_mode=False):
@@ -192,7 +205,8 @@ def fabric_test_module(params, check_mode=False):
                               min_fraction=params.get("min_fraction") or 0.8, seed=params.get("seed"),
                               max_rounds=params.get("max_rounds") or 8, workers=params.get("workers") or 8,
                               cabling=cabling, stage=stage, run_id=run_id, ledger=ledger, check=check,
-                              unmeasured=dict(declared.get("unmeasured") or {}, **gpudirect_gap(declared)))
+                              unmeasured=dict(declared.get("unmeasured") or {}, **gpudirect_gap(declared)),
+                              injected=params.get("injected"))
     finally:
         if ledger is not None:
             ledger.close()

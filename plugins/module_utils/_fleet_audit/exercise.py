@@ -15,13 +15,22 @@ Injection, marked ``injected`` in the ledger event and in every result that dete
 * on an emulated BMC, a ``Critical`` entry in its SEL (``POST /_emulator/sel`` of tools/symphony_emulator, the
   entry itself marked ``Oem.Symphony.Injected``), which the next audit's SEL check judges as new (kind ``sel``).
 
+* a degraded link, on the node itself (in the lab, inside its network namespace): its interface's transmit side
+  shaped with ``tc`` to a fraction of its rate (a ``tbf`` root qdisc, tc-tbf(8)), what a failing transmitter lane
+  or a dirty optic looks like to a bandwidth test.  Transmit only: ingress policing needs the ``act_police``
+  module, which not every kernel has (this lab's has not), and the audit's fabric check (``fleet_audit_fabric``:
+  the burn-in's pairwise ``fabric_interface`` test, ``iperf3 --bidir``, the slower direction counts) sees one slow
+  direction from every partner.  ``clear_link``, the repair, removes it and records ``fault_cleared``.
+
 The timings come from the ledger's timestamps only (events ``fault_injected``, ``drain``, ``spare_promoted``,
-``resume``; the first ``fleet_audit`` ``kernel_log`` fail marked injected): nothing is timed by a stopwatch here.
+``resume``; the first ``fleet_audit`` fail marked injected of the check that detects the injected kind,
+:data:`DETECTED_BY`): nothing is timed by a stopwatch here.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -75,6 +84,57 @@ def inject_lab(path: str, xid: int = DEFAULT_XID, pci: str = "0000:3b:00", uptim
         handle.write(kmsg_record(seq, usec, message))
     return {"kind": "xid", "xid": xid, "method": "lab_kernel_log", "source": path, "seq": seq,
             "message": message, "injected": True}
+
+
+# The fleet_audit check whose injected fail is the exercise's "detect" step, by injected kind.
+DETECTED_BY = {"xid": "kernel_log", "sel": "bmc_sel", "link": "fabric_interface"}
+_IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")   # IFNAMSIZ 16 with its NUL (include/uapi/linux/if.h)
+
+
+def _check_link(interface: str, rate_mbit: int) -> None:
+    if not _IFACE.match(interface or ""):
+        raise ValidationError("link_interface must be a network interface name (at most 15 characters: letters, "
+                              "digits, _ . : @ -), not %r" % interface, where="link_interface")
+    if not 1 <= rate_mbit <= 1000000:
+        raise ValidationError("link_rate_mbit must be 1 to 1000000 Mbit/s, not %r" % rate_mbit,
+                              where="link_rate_mbit")
+
+
+def link_inject_argv(interface: str, rate_mbit: int) -> List[List[str]]:
+    """The ``tc`` command that cuts ``interface``'s transmit side to ``rate_mbit`` Mbit/s (module docstring): a
+    token bucket root qdisc (tc-tbf(8): burst 64 KiB, at most 100 ms queued).  ``replace`` makes a rerun harmless.
+    ValidationError for a bad interface name or rate.
+    """
+    _check_link(interface, rate_mbit)
+    return [["tc", "qdisc", "replace", "dev", interface, "root", "tbf", "rate", "%dmbit" % rate_mbit,
+             "burst", "64kb", "latency", "100ms"]]
+
+
+def link_clear_argv(interface: str) -> List[List[str]]:
+    """The ``tc`` command that undoes :func:`link_inject_argv` (no root qdisc makes ``tc`` exit 2: ignore it)."""
+    _check_link(interface, 1)
+    return [["tc", "qdisc", "del", "dev", interface, "root"]]
+
+
+def link_event(interface: str, rate_mbit: int, node: str) -> Dict[str, Any]:
+    """The ``fault_injected`` data of a degraded link (its message is what the detecting check's reason carries)."""
+    return {"kind": "link", "method": "tc", "interface": interface, "rate_mbit": rate_mbit, "injected": True,
+            "message": "%s: %s transmit shaped to %d Mbit/s (tc tbf)" % (node, interface, rate_mbit)}
+
+
+def open_link_injection(events: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The node's degraded-link injection still in place: its last ``fault_injected`` of kind link when no
+    ``fault_cleared`` of kind link came after it (``events``: the node's ``Ledger.events()``, oldest first)."""
+    last = None
+    for ev in events:
+        data = ev.get("data") or {}
+        if data.get("kind") != "link":
+            continue
+        if ev["kind"] == "fault_injected":
+            last = ev
+        elif ev["kind"] == "fault_cleared":
+            last = None
+    return last
 
 
 def dcgm_inject_argv(gpu: int, xid: int = DEFAULT_XID) -> List[str]:
@@ -139,7 +199,8 @@ def timings(node: str, events: Sequence[Mapping[str, Any]], results: Sequence[An
     """The exercise's timeline for ``node`` from the ledger (seconds after the injection).
 
     ``events``: ``Ledger.events()`` (all nodes: the spare's ``spare_promoted`` names ``replaces``);
-    ``results``: ``Ledger.history(node, "fleet_audit", "kernel_log")`` rows.  Returns ``{injected_at, detect_s,
+    ``results``: ``Ledger.history(node, "fleet_audit", check)`` rows of the check that detects the injected kind
+    (:data:`DETECTED_BY`).  Returns ``{injected_at, detect_s,
     drain_s, replace_s, return_s, steps: [{step, at, s}], missing: [step not reached]}``; a step not reached is
     None and named in ``missing``, never estimated.
     """

@@ -18,7 +18,7 @@ from .._core.errors import ValidationError
 from .._core.ledger import Ledger, open_ledger
 from .._host.slurm import Slurm
 from . import runlock
-from .exercise import may_resume, timings
+from .exercise import DETECTED_BY, may_resume, open_link_injection, timings
 from .metrics import health_events, nccl_curves, node_metrics
 from .report import write_audit_report
 from .table import drift_table, previous_state
@@ -34,13 +34,23 @@ def node_state(ledger: Ledger, node: str, run_id: Optional[str] = None) -> Dict[
     events = [e.get("data") or {} for e in ledger.events(node, "fault_injected")]
     injected = [d["message"] for d in events if d.get("message")]
     injected_xids = [d["xid"] for d in events if d.get("method") == "dcgmi_inject" and d.get("xid")]
+    link = open_link_injection(ledger.events(node))
     burn_in = ledger.current_results(node=node, stage="burn_in")
     gate = ledger.current_gates(node).get(node, {}).get("burn_in")
     marks = [m for m in ledger.events(node, SEL_MARK) if not run_id or (m["data"] or {}).get("run_id") != run_id]
     return {"previous": {k: v for k, v in state.items() if k != "last_audit"}, "last_audit": state["last_audit"],
             "injected": injected, "injected_xids": injected_xids,
+            "injected_link": (link.get("data") or {}).get("message") if link else None,
             "cleared_at": max((r.finished for r in burn_in), default=None) if gate and gate.status == "pass" else None,
             "sel_mark": marks[-1]["data"] if marks else None}
+
+
+def detecting_check(ledger: Ledger, node: str) -> str:
+    """The check whose injected fail times the exercise's detection on ``node``: by the kind of its last
+    injection (``exercise.DETECTED_BY``; ``kernel_log`` when none or the kind is unknown)."""
+    injected = ledger.events(node, "fault_injected")
+    kind = ((injected[-1].get("data") or {}).get("kind") if injected else None) or "xid"
+    return DETECTED_BY.get(kind, "kernel_log")
 
 
 def report(ledger: Ledger, node: str) -> Dict[str, Any]:
@@ -52,7 +62,7 @@ def report(ledger: Ledger, node: str) -> Dict[str, Any]:
     gates = {stage: v.status for stage, v in ledger.current_gates(node).get(node, {}).items()}
     last = max((r.finished for r in audit), default=None)
     return {"drift": drift,
-            "exercise": timings(node, ledger.events(), ledger.history(node, STAGE, "kernel_log")),
+            "exercise": timings(node, ledger.events(), ledger.history(node, STAGE, detecting_check(ledger, node))),
             "metrics": node_metrics(node, gates, len(drift), health_events(audit), last,
                                     nccl_curves(current))}
 
@@ -105,7 +115,8 @@ def stood_in(promotions: Sequence[Mapping[str, Any]], node: str, since: float) -
 
 
 def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional[Slurm] = None) -> Dict[str, Any]:
-    """The ``fleet_audit_exercise`` module: ``action`` ``record_injection``, ``resume`` or ``timings``.
+    """The ``fleet_audit_exercise`` module: ``action`` ``record_injection``, ``record_clear`` (a degraded link
+    repaired), ``resume`` or ``timings``.
 
     Draining and promoting a spare are ``node_evict``'s (events ``drain``, ``spare_promoted``).  ``resume`` changes
     the Slurm node state (``scontrol update state=RESUME``) and is refused (``failed``) until the node passed a
@@ -124,6 +135,14 @@ def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional
                 raise ValidationError("the injection names no message (lab) or argv (dcgmi)", where="injection")
             if not check_mode:
                 ledger.record_event(node, "fault_injected", data)
+            return {"changed": not check_mode, "event": data}
+        if action == "record_clear":
+            data = dict(params.get("injection") or {})
+            if data.get("kind") != "link":
+                raise ValidationError("record_clear takes a link repair (kind link), not %r" % data.get("kind"),
+                                      where="injection")
+            if not check_mode:
+                ledger.record_event(node, "fault_cleared", data)
             return {"changed": not check_mode, "event": data}
         slurm = slurm or Slurm()
         if action == "resume":
@@ -146,7 +165,7 @@ def exercise_module(params: Mapping[str, Any], check_mode: bool, slurm: Optional
                 for spare in spares:   # back in the pool (the twin inventory's spares group)
                     ledger.record_event(spare, "spare_returned", {"replaces": node, "stage": STAGE})
             return {"changed": not check_mode, "spares_returned": spares}
-        raise ValidationError("action must be record_injection, resume or timings, not %r" % action,
+        raise ValidationError("action must be record_injection, record_clear, resume or timings, not %r" % action,
                               where="action")
     finally:
         ledger.close()

@@ -120,3 +120,67 @@ def test_the_drift_table_says_since_when_and_first_run(ledger_path):
     assert 'symphony_fleet_audit_drift_components{node="n1"} 1.0' in after["metrics"]
     found = (entry["component"], entry["found"], entry["since"], entry["first_run"])
     assert found == ("gpu_driver", "550.54.15", 3.0, "a3")
+
+
+# ---------------------------------------------------------------- a degraded link (method link)
+def test_the_link_injection_is_one_tbf_qdisc_and_its_repair_removes_it():
+    assert exercise.link_inject_argv("eth0", 100) == [
+        ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency",
+         "100ms"]]
+    assert exercise.link_clear_argv("eth0") == [["tc", "qdisc", "del", "dev", "eth0", "root"]]
+    event = exercise.link_event("eth0", 100, "lab2")
+    assert event["kind"] == "link" and event["injected"] is True and "eth0" in event["message"]
+
+
+def test_a_bad_interface_name_or_rate_is_refused_naming_the_field():
+    import pytest
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+    for iface, rate, field in (("", 100, "link_interface"), ("eth0; reboot", 100, "link_interface"),
+                               ("a" * 16, 100, "link_interface"), ("eth0", 0, "link_rate_mbit")):
+        with pytest.raises(ValidationError) as err:
+            exercise.link_inject_argv(iface, rate)
+        assert err.value.where == field
+
+
+def test_a_link_injection_stays_open_until_its_repair_is_recorded(ledger_path):
+    event = exercise.link_event("eth0", 100, "lab2")
+    exercise_module({"ledger": ledger_path, "node": "lab2", "action": "record_injection", "injection": event}, False)
+    state = state_module({"ledger": ledger_path, "hosts": ["lab2", "lab1"], "mode": "before"})["hosts"]
+    assert state["lab2"]["injected_link"] == event["message"] and state["lab1"]["injected_link"] is None
+    exercise_module({"ledger": ledger_path, "node": "lab2", "action": "record_clear",
+                     "injection": {"kind": "link", "interface": "eth0", "cleared": True}}, False)
+    state = state_module({"ledger": ledger_path, "hosts": ["lab2"], "mode": "before"})["hosts"]
+    assert state["lab2"]["injected_link"] is None
+    import pytest
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.errors import ValidationError
+    with pytest.raises(ValidationError):   # only a link is repaired this way
+        exercise_module({"ledger": ledger_path, "node": "lab2", "action": "record_clear",
+                         "injection": {"kind": "xid"}}, False)
+
+
+def test_a_link_exercise_is_timed_by_the_fabric_check_not_the_kernel_log(ledger_path):
+    led = open_ledger(ledger_path)
+    try:
+        led.record_event("lab2", "fault_injected", exercise.link_event("eth0", 100, "lab2"))
+        t0 = led.events("lab2", "fault_injected")[-1]["recorded_at"]
+        # an injected kernel_log fail would not time this exercise; the fabric check's does
+        led.record_results([CheckResult("lab2", "fleet_audit", "kernel_log", "fail", "Xid 79 [injected]",
+                                        observed={"injected": True}, started=t0 + 1, finished=t0 + 1, run_id="a"),
+                            CheckResult("lab2", "fleet_audit", "fabric_interface", "fail", "slow [injected] x",
+                                        observed={"injected": True}, started=t0 + 5, finished=t0 + 5, run_id="a")])
+    finally:
+        led.close()
+    timings = state_module({"ledger": ledger_path, "hosts": ["lab2"], "mode": "after"})["hosts"]["lab2"]["exercise"]
+    assert timings["detect_s"] == 5.0, timings
+
+
+def test_only_a_failing_node_that_the_exercise_degraded_is_marked_injected():
+    from ansible_collections.symphony.cluster.plugins.module_utils._fabric.rounds import mark_injected
+    outcomes = {"lab1": {"status": "pass", "reason": "ok", "observed": {}},
+                "lab2": {"status": "fail", "reason": "all pairs slow", "observed": {"value": 0.09}},
+                "lab3": {"status": "fail", "reason": "slow", "observed": None}}
+    mark_injected(outcomes, {"lab1": "eth0 shaped", "lab2": "lab2: eth0 transmit shaped", "lab3": ""})
+    assert outcomes["lab1"] == {"status": "pass", "reason": "ok", "observed": {}}   # a miss stays a pass
+    assert outcomes["lab2"]["reason"] == "all pairs slow [injected] lab2: eth0 transmit shaped"
+    assert outcomes["lab2"]["observed"] == {"value": 0.09, "injected": True}
+    assert outcomes["lab3"]["reason"] == "slow" and not (outcomes["lab3"]["observed"] or {}).get("injected")
