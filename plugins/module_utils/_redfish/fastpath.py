@@ -51,7 +51,8 @@ class ReuseSession(_SESSION):
     """
 
     def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
-        simple = (method == "GET" and not args and self.auth is None and not self.cookies
+        # a DELETE without a body (the logout) is sent like a GET: urllib3 encodes both the same way
+        simple = (method in ("GET", "DELETE") and not args and self.auth is None and not self.cookies
                   and kwargs.get("allow_redirects") is False and kwargs.get("json") is None
                   and set(kwargs) <= {"json", "headers", "verify", "timeout", "allow_redirects"})
         if not simple:
@@ -71,15 +72,16 @@ class ReuseSession(_SESSION):
             # get_connection_with_tls_context is requests >= 2.32.2's: on older requests the GET goes through send
             # (an AttributeError here would read as a BMC fault on every node)
             if type(adapter) in _PLAIN_ADAPTERS and hasattr(adapter, "get_connection_with_tls_context"):
-                return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify)
-        return self.send(_prepared(url, headers), timeout=kwargs.get("timeout"), allow_redirects=False,
+                return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify, method=method)
+        return self.send(_prepared(url, headers, method), timeout=kwargs.get("timeout"), allow_redirects=False,
                          verify=verify, proxies=self.proxies, cert=self.cert, stream=False)
 
 
-def _prepared(url: str, headers: Any) -> Any:
-    """A GET as ``Session.prepare_request`` builds it for a requote'd ``url`` and the merged ``headers``."""
+def _prepared(url: str, headers: Any, method: str = "GET") -> Any:
+    """A request without a body as ``Session.prepare_request`` builds it for a requote'd ``url`` and the merged
+    ``headers``."""
     prepared = requests.PreparedRequest()
-    prepared.method = "GET"
+    prepared.method = method
     prepared.url = url
     prepared.headers = requests.structures.CaseInsensitiveDict(headers)
     prepared.body = None
@@ -105,8 +107,25 @@ def _pool(session: Any, adapter: Any, parts: Any, url: str, verify: Any) -> Any:
     return pool
 
 
-def direct_get(session: Any, adapter: Any, url: str, headers: Any, timeout: Any, verify: Any) -> Any:
-    """GET ``url`` on ``adapter``'s urllib3 pool -> a ``requests.Response`` whose body is read.
+_TIMEOUTS: dict[Any, Any] = {}   # (connect, read) seconds -> urllib3 Timeout: its __init__ validates, costly per GET
+
+
+def _timeout(timeout: Any) -> Any:
+    if isinstance(timeout, Timeout):
+        return timeout   # urllib3 clones it per request, so one object serves every request
+    key = tuple(timeout) if isinstance(timeout, tuple) else (timeout, timeout)
+    cached = _TIMEOUTS.get(key)
+    if cached is None:
+        if len(_TIMEOUTS) > 64:   # a caller that varies its timeout per request does not grow this forever
+            _TIMEOUTS.clear()
+        cached = _TIMEOUTS[key] = Timeout(connect=key[0], read=key[1])
+    return cached
+
+
+def direct_get(session: Any, adapter: Any, url: str, headers: Any, timeout: Any, verify: Any,
+               method: str = "GET") -> Any:
+    """GET (or a DELETE without a body: ``method``) ``url`` on ``adapter``'s urllib3 pool -> a
+    ``requests.Response`` whose body is read.
 
     What ``Session.send`` + ``HTTPAdapter.send`` + ``Response.content`` do for a GET without proxy, client
     certificate or hooks, with the same exceptions (requests 2.32-2.34 ``HTTPAdapter.send`` and
@@ -120,15 +139,11 @@ def direct_get(session: Any, adapter: Any, url: str, headers: Any, timeout: Any,
     path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
-    if isinstance(timeout, tuple):
-        connect, read = timeout
-        timeout = Timeout(connect=connect, read=read)
-    elif not isinstance(timeout, Timeout):
-        timeout = Timeout(connect=timeout, read=timeout)
+    timeout = _timeout(timeout)
     exc = requests.exceptions
     try:
         # RequestMethods.request: for a GET without fields, the pool's own send with these keywords as they are
-        raw = pool.request("GET", path, headers=headers, redirect=False, assert_same_host=False, preload_content=False,
+        raw = pool.request(method, path, headers=headers, redirect=False, assert_same_host=False, preload_content=False,
                            decode_content=False, retries=adapter.max_retries, timeout=timeout, chunked=False)
     except (u3.ProtocolError, OSError) as err:
         raise exc.ConnectionError(err)
@@ -161,7 +176,7 @@ def direct_get(session: Any, adapter: Any, url: str, headers: Any, timeout: Any,
     rsp.reason = raw.reason
     rsp.url = url
     if "Set-Cookie" in rsp.headers:
-        rsp.request = _prepared(url, headers)
+        rsp.request = _prepared(url, headers, method)
         requests.cookies.extract_cookies_to_jar(session.cookies, rsp.request, raw)
     try:
         rsp._content = raw.read(decode_content=True) or b""

@@ -251,7 +251,9 @@ class Session(Transport):
             if uri:
                 try:
                     with self._sem:
-                        self._conn.delete(self._abs(uri), allow_reauth=False, server_side_retries_left=0)
+                        # no redirect is followed on a logout (and so it takes the transport's direct path)
+                        self._conn.delete(self._abs(uri), allow_reauth=False, server_side_retries_left=0,
+                                          allow_redirects=False)
                 except sushy_exc.SushyError as exc:
                     status = getattr(exc, "status_code", None)
                     if status != 404:

@@ -49,6 +49,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def do_DELETE(self):
+        self.server.log.append(("DELETE " + self.path, dict(self.headers), self.client_address[1]))
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
@@ -164,8 +170,33 @@ def test_headers_merge_as_requests_merges_them(monkeypatch):
     session.trust_env = False
     session.headers.update({"OData-Version": "4.0", "X-Auth-Token": "t", "Connection": "close"})
     seen = {}
-    monkeypatch.setattr(fastpath, "direct_get", lambda s, adapter, u, headers, timeout, verify: seen.update(h=headers))
+    monkeypatch.setattr(fastpath, "direct_get",
+                        lambda s, adapter, u, headers, timeout, verify, method="GET": seen.update(h=headers))
     given = {"odata-version": "4.01", "Connection": None, "If-Match": '"x"', "Accept-Encoding": "identity"}
     session.request("GET", "https://bmc.test/x", headers=given, timeout=1, allow_redirects=False)
     ref = session.prepare_request(requests.Request("GET", "https://bmc.test/x", headers=given)).headers
     assert list(seen["h"].items()) == list(ref.items()) and "Connection" not in seen["h"]
+
+
+def test_a_logout_delete_takes_the_direct_path_on_the_same_connection(server, tls, monkeypatch):
+    sent = []
+    real = requests.adapters.HTTPAdapter.send
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send",
+                        lambda self, *a, **k: sent.append(1) or real(self, *a, **k))
+    c = client(server, tls)
+    assert c.get("/redfish/v1") == ROOT
+    session = c._conn._session
+    rsp = session.request("DELETE", url(server) + "/redfish/v1/SessionService/Sessions/1", json=None,
+                          headers={"X-Auth-Token": "tok"}, verify=tls["ca"], timeout=5, allow_redirects=False)
+    assert rsp.status_code == 204 and rsp.content == b""
+    assert sent == []   # neither the GET nor the DELETE went through HTTPAdapter.send
+    (_p1, _h1, port1), (p2, h2, port2) = server.log
+    assert p2 == "DELETE /redfish/v1/SessionService/Sessions/1" and h2["X-Auth-Token"] == "tok" and port1 == port2
+    c.close()
+
+
+def test_one_timeout_object_serves_every_request_with_the_same_limits():
+    assert fastpath._timeout((5, 30)) is fastpath._timeout((5, 30))
+    assert fastpath._timeout(7) is fastpath._timeout(7)
+    t = fastpath._timeout((5, 30))
+    assert (t.connect_timeout, t.read_timeout) == (5, 30)
