@@ -91,11 +91,18 @@ def path(request, monkeypatch):
     return request.param
 
 
-def test_a_get_skips_the_adapter_keeps_headers_and_one_connection(server, tls, monkeypatch):
+@pytest.fixture
+def adapter_sends(monkeypatch):
+    """Each request that goes through requests' ``HTTPAdapter.send`` (the direct path sends none)."""
     sent = []
     real = requests.adapters.HTTPAdapter.send
     monkeypatch.setattr(requests.adapters.HTTPAdapter, "send",
                         lambda self, *a, **k: sent.append(1) or real(self, *a, **k))
+    return sent
+
+
+def test_a_get_skips_the_adapter_keeps_headers_and_one_connection(server, tls, adapter_sends):
+    sent = adapter_sends
     c = client(server, tls)
     c._conn._session.headers["X-Auth-Token"] = "tok"  # as sushy's session login sets it
     assert c.get("/redfish/v1") == ROOT
@@ -178,11 +185,8 @@ def test_headers_merge_as_requests_merges_them(monkeypatch):
     assert list(seen["h"].items()) == list(ref.items()) and "Connection" not in seen["h"]
 
 
-def test_a_logout_delete_takes_the_direct_path_on_the_same_connection(server, tls, monkeypatch):
-    sent = []
-    real = requests.adapters.HTTPAdapter.send
-    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send",
-                        lambda self, *a, **k: sent.append(1) or real(self, *a, **k))
+def test_a_logout_delete_takes_the_direct_path_on_the_same_connection(server, tls, adapter_sends):
+    sent = adapter_sends
     c = client(server, tls)
     assert c.get("/redfish/v1") == ROOT
     session = c._conn._session
