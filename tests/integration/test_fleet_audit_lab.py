@@ -120,6 +120,13 @@ def _preemption_configured(env):
     return "preempt/none" not in line and line != ""
 
 
+def _audit_job_running(env, node):
+    out = subprocess.run(["squeue", "--noheader", "--format=%i", "--states=RUNNING", "--nodelist=%s" % node,
+                          "--name=%s" % _active.JOB_NAME], env=dict(os.environ, **env), capture_output=True,
+                         text=True, timeout=30, check=False).stdout
+    return any(word.isdigit() for word in out.split())
+
+
 def test_a_customer_job_preempts_the_active_check(lab, tmp_path):
     if not _preemption_configured(lab.slurm_env):
         pytest.skip("the lab's slurm.conf configures no preemption: it needs PreemptType=preempt/partition_prio, "
@@ -131,7 +138,11 @@ def test_a_customer_job_preempts_the_active_check(lab, tmp_path):
     shared.mkdir()
 
     def preempt_soon():
-        time.sleep(2)
+        # Submit the customer job only once the active-health job runs: a fixed sleep raced Slurm's scheduler on a
+        # busy CI host (the audit job still PENDING, the customer job went first and the audit job ran after it).
+        deadline = time.monotonic() + scaled(60)
+        while time.monotonic() < deadline and not _audit_job_running(lab.slurm_env, "lab1"):
+            time.sleep(0.3)
         slurm.submit(str(customer), nodes=["lab1"], partition=lab.slurm, job_name="customer",
                      extra_args=["--output=%s" % (tmp_path / "customer-%j.out")])
 

@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from timescale import scaled
 
 from ansible_collections.symphony.cluster.plugins.module_utils._core import gate as _gate
 from ansible_collections.symphony.cluster.plugins.module_utils._core import ledger as _ledger
@@ -261,7 +262,12 @@ def test_hot_gpu_injected_while_the_sampler_runs_is_found_from_its_samples(repo_
     procs = [subprocess.Popen([sys.executable, sampler, "--out", str(job_dir), "--interval-ms", "100",
                                "--duration-s", "3", "--lab-source", str(source)],
                               env=dict(os.environ, SLURMD_NODENAME=node)) for node in ("lab1", "lab2", "lab3")]
-    time.sleep(1.0)
+    # Inject only once every sampler has written a sample (a fixed sleep raced interpreter start-up on a busy host).
+    deadline = time.monotonic() + scaled(30)
+    while time.monotonic() < deadline and not all(
+            (job_dir / ("%s.jsonl" % node)).exists() and (job_dir / ("%s.jsonl" % node)).stat().st_size
+            for node in ("lab1", "lab2", "lab3")):
+        time.sleep(0.05)
     _write_lab_source(source, hot=("lab2", 1))  # injected while the "job" runs, never before
     assert [p.wait(timeout=30) for p in procs] == [0, 0, 0]
     info = {}
