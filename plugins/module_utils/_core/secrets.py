@@ -9,6 +9,7 @@ tool or a BMC echoed back.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 MASK = "********"
@@ -36,3 +37,18 @@ def _scrub(value: Any, wanted: list) -> Any:
     if isinstance(value, (list, tuple)):
         return [_scrub(v, wanted) for v in value]
     return value
+
+
+def may_hold_secret(value: Any, secrets: Iterable[str | None]) -> bool:
+    """False only when no secret occurs in any string of ``value`` (nested str, list, tuple, dict): then
+    :func:`scrub` would return it unchanged.  True when one may (checked on one JSON encoding of ``value``, in C:
+    JSON escapes character by character, so a string holding a secret holds its escaped form; a match across
+    two strings, a key, or a value that is not JSON only costs a :func:`scrub` that was not needed)."""
+    wanted = [s for s in secrets if s]
+    if not wanted:
+        return False
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return True
+    return any(json.dumps(s, ensure_ascii=False)[1:-1] in text for s in wanted)

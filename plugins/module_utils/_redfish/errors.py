@@ -129,13 +129,18 @@ class RedfishIncomplete(RedfishError):
     """A resource answered but lacks what it must hold (a collection without ``Members``)."""
 
 
-# getaddrinfo's words (glibc gai_strerror, musl, macOS, Windows) for a name that does not resolve on the controller
+# getaddrinfo's words (glibc gai_strerror, musl, macOS, Windows) and libcurl's (error 6) for a name that does not
+# resolve on the controller
 DNS_FAILURES = ("Name or service not known", "Temporary failure in name resolution", "nodename nor servname",
-                "No address associated with hostname", "getaddrinfo failed", "Failed to resolve")
+                "No address associated with hostname", "getaddrinfo failed", "Failed to resolve",
+                "Could not resolve host")
 # OpenSSL's words for a certificate the controller does not trust (as opposed to a handshake cut short by a reset,
 # which is the BMC's transient fault and is retried)
 TLS_TRUST_FAILURES = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "doesn't match", "hostname mismatch",
-                      "self signed certificate", "self-signed certificate", "unable to get local issuer")
+                      "self signed certificate", "self-signed certificate", "unable to get local issuer",
+                      # libcurl's codes, which _redfish/curl.py names in its messages (libcurl-errors(3): 60 peer
+                      # certificate or host name not verified, 77 the CA file or directory not usable)
+                      "libcurl error 60,", "libcurl error 77,")
 
 
 def controller_cause(cause: Optional[BaseException]) -> Optional[str]:

@@ -2,21 +2,26 @@
 # Copyright: symphony.cluster contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The transport's per-request CPU savings (issue 27 profile, tests/bench/README.md): the connector's session,
-whose plain GETs skip requests' per-request merging and go to urllib3's pool directly, and one JSON decode per
-response body.
+whose plain requests skip requests' per-request merging and go to libcurl (:mod:`.curl`) or, without pycurl, to
+urllib3's pool directly, and one JSON decode per response body.
 
-Used by :mod:`.transport` only (``_connector`` and ``_wrap_response``).
+Used by :mod:`.transport` only (:func:`connector` and ``_wrap_response``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
 from urllib.parse import urlsplit
+
+from . import curl as _curl
 
 try:
     import requests
     import urllib3
+    from sushy import connector as sushy_connector
     from urllib3 import exceptions as u3
     from urllib3.util import Timeout
     _SESSION: Any = requests.Session
@@ -28,6 +33,46 @@ except ImportError:  # the transport refuses to start without sushy and requests
     _SESSION = object
     _PLAIN_ADAPTERS = ()
     _REAL_SEND = None
+
+# the variables urllib.request.getproxies_environment reads for an http(s) URL (either case)
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def _environ_proxies(url: str) -> dict[str, str]:
+    """requests' ``get_environ_proxies(url)``; on Linux, without any proxy variable set, ``{}`` without reading
+    the whole environment twice (as ``getproxies_environment`` does: ~0.1 ms per BMC client, issue 27)."""
+    if sys.platform.startswith("linux") and not any(os.environ.get(v) for v in _PROXY_VARIABLES):
+        return {}
+    return requests.utils.get_environ_proxies(url)
+
+
+def connector(url: str, keep_alive: bool = False, pool_size: int = 4, **kwargs: Any) -> Any:
+    """sushy's connector with connection reuse as an option and the environment read once.
+
+    ``keep_alive``: drop sushy's ``Connection: close`` default so the session's pooled
+    connections are reused (up to ``pool_size`` per BMC).  requests re-reads the proxy
+    and CA-bundle environment on every request (``trust_env``); here it is read once:
+    the proxies for this BMC's URL (``no_proxy`` honoured) go into the session and
+    ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` apply when ``verify`` is plain True,
+    as requests would do.  The session is a :class:`.fastpath.ReuseSession` (plain GETs skip
+    requests' per-request merging, :mod:`.fastpath`).
+    """
+    if kwargs.get("verify", True) is True:
+        kwargs["verify"] = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    conn = sushy_connector.Connector(url, **kwargs)
+    session = ReuseSession()
+    session.headers.update(conn._session.headers)
+    session.adapters.update(conn._session.adapters)  # sushy's TLS adapter, when it mounted one
+    conn._session = session
+    session.proxies.update(_environ_proxies(url))
+    session.trust_env = False
+    if keep_alive:
+        session.headers.pop("Connection", None)
+        adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=max(1, int(pool_size)))
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+    return conn
+
 
 try:
     import orjson  # optional: decodes a Redfish body ~3x faster than json
@@ -48,14 +93,19 @@ class ReuseSession(_SESSION):
     under the request's, a header set to None dropped, the URL requoted) and sent by :func:`direct_get` on the
     urllib3 pool of the mounted adapter, the one requests would use (same TLS verification and CA options), with
     requests' exceptions; anything else, or an adapter other than requests' own, goes through requests as before.
+    Where pycurl is installed, such a request (and a JSON write: the login POST, a PATCH) goes to libcurl instead
+    (:mod:`.curl`, with the same TLS verification and exceptions), the urllib3 path being the fallback.
     """
 
     def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
-        # a DELETE without a body (the logout) is sent like a GET: urllib3 encodes both the same way
-        simple = (method in ("GET", "DELETE") and not args and self.auth is None and not self.cookies
-                  and kwargs.get("allow_redirects") is False and kwargs.get("json") is None
-                  and set(kwargs) <= {"json", "headers", "verify", "timeout", "allow_redirects"})
-        if not simple:
+        plain = (not args and self.auth is None and not self.cookies and kwargs.get("allow_redirects") is False
+                 and set(kwargs) <= {"json", "headers", "verify", "timeout", "allow_redirects"})
+        # with libcurl a JSON write (the login POST, a PATCH) is plain too; on urllib3 a DELETE without a body
+        # (the logout) is sent like a GET, both encoded the same way
+        curl_ok = plain and _curl.HAS_PYCURL and (method in ("GET", "DELETE") and kwargs.get("json") is None
+                                                  or method in ("POST", "PATCH", "PUT"))
+        simple = plain and method in ("GET", "DELETE") and kwargs.get("json") is None
+        if not (simple or curl_ok):
             return super().request(method, url, *args, **kwargs)
         # requests' merge (CaseInsensitiveDict: the request's spelling wins, a None value drops the header, the
         # session's order kept) into a plain dict, without two CaseInsensitiveDicts per request
@@ -69,12 +119,29 @@ class ReuseSession(_SESSION):
         if (not self.proxies and self.cert is None and not any(self.hooks.values())
                 and getattr(self.send, "__func__", None) is _REAL_SEND):
             adapter = self.get_adapter(url)
+            # libcurl under requests' own adapter only (a mounted subclass, sushy's TLS adapter, sends its way)
+            if curl_ok and type(adapter) in _PLAIN_ADAPTERS:
+                body = None if method in ("GET", "DELETE") or kwargs.get("json") is None \
+                    else _curl.json_body(kwargs["json"])
+                if body is not None and not any(k.lower() == "content-type" for k in headers):
+                    headers["Content-Type"] = "application/json"
+                return _curl.send(self, url, method, headers, kwargs.get("timeout"), verify, body=body)
+            if not simple:
+                return super().request(method, url, *args, **kwargs)
             # get_connection_with_tls_context is requests >= 2.32.2's: on older requests the GET goes through send
             # (an AttributeError here would read as a BMC fault on every node)
             if type(adapter) in _PLAIN_ADAPTERS and hasattr(adapter, "get_connection_with_tls_context"):
                 return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify, method=method)
+        if not simple:
+            return super().request(method, url, *args, **kwargs)
         return self.send(_prepared(url, headers, method), timeout=kwargs.get("timeout"), allow_redirects=False,
                          verify=verify, proxies=self.proxies, cert=self.cert, stream=False)
+
+    def close(self) -> None:
+        pool = self.__dict__.get("_curl_handles")
+        if pool is not None:
+            pool.close()
+        super().close()
 
 
 def _prepared(url: str, headers: Any, method: str = "GET") -> Any:

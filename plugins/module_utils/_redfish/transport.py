@@ -38,7 +38,6 @@ from urllib.parse import urljoin, urlparse, urlsplit, urlunsplit
 
 try:
     import requests
-    from sushy import connector as sushy_connector
     from sushy import exceptions as sushy_exc
     HAS_SUSHY = True
     SUSHY_IMPORT_ERROR: Optional[ImportError] = None
@@ -49,7 +48,8 @@ except ImportError as _imp_err:  # reported by the caller with missing_required_
 from .._core.errors import RedfishError
 from .errors import (DNS_FAILURES, FAULT_CONTROLLER, RedfishConnectionError, RedfishControllerError, RedfishHTTPError,
                      RedfishInvalidResponse, RedfishTimeout, controller_cause, extended_info_of, http_error)
-from .fastpath import ReuseSession, decode_body
+from .curl import NotSent
+from .fastpath import connector, decode_body
 from .registries import MessageRegistries
 from .settings import ClientSettings
 
@@ -152,34 +152,6 @@ class RedfishResponse:
         return "RedfishResponse(status=%r, location=%r)" % (self.status, self.location)
 
 
-def _connector(url: str, keep_alive: bool = False, pool_size: int = 4, **kwargs: Any) -> Any:
-    """sushy's connector with connection reuse as an option and the environment read once.
-
-    ``keep_alive``: drop sushy's ``Connection: close`` default so the session's pooled
-    connections are reused (up to ``pool_size`` per BMC).  requests re-reads the proxy
-    and CA-bundle environment on every request (``trust_env``); here it is read once:
-    the proxies for this BMC's URL (``no_proxy`` honoured) go into the session and
-    ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` apply when ``verify`` is plain True,
-    as requests would do.  The session is a :class:`.fastpath.ReuseSession` (plain GETs skip
-    requests' per-request merging, :mod:`.fastpath`).
-    """
-    if kwargs.get("verify", True) is True:
-        kwargs["verify"] = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-    conn = sushy_connector.Connector(url, **kwargs)
-    session = ReuseSession()
-    session.headers.update(conn._session.headers)
-    session.adapters.update(conn._session.adapters)  # sushy's TLS adapter, when it mounted one
-    conn._session = session
-    session.proxies.update(requests.utils.get_environ_proxies(url))
-    session.trust_env = False
-    if keep_alive:
-        session.headers.pop("Connection", None)
-        adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=max(1, int(pool_size)))
-        session.mount("https://", adapter)
-        session.mount("http://", adapter)
-    return conn
-
-
 def _short(exc: object) -> str:
     text = str(exc)
     return text if len(text) <= 300 else text[:300] + "..."
@@ -189,7 +161,7 @@ def _not_sent(cause: Optional[BaseException]) -> bool:
     """True when a connection error happened before the request reached the BMC."""
     if cause is None:
         return False
-    if isinstance(cause, requests.exceptions.ConnectTimeout):
+    if isinstance(cause, (requests.exceptions.ConnectTimeout, NotSent)):
         return True
     if isinstance(cause, requests.exceptions.ConnectionError):
         text = repr(cause)
@@ -241,7 +213,7 @@ class Transport:
                                          % tls_verify, cause="ca_file", where=self.host)
         # server_side_retries=1 makes sushy try each request exactly once: the retry
         # policy (backoff, Retry-After, which statuses) is ours, see _send().
-        self._conn = _connector(
+        self._conn = connector(
             self.base_url, keep_alive=settings.keep_alive, pool_size=settings.max_concurrency, verify=tls_verify,
             response_callback=self._on_response, server_side_retries=1, server_side_retries_delay=0,
             default_request_timeout=settings.read_timeout, connect_timeout=settings.connect_timeout)
@@ -270,9 +242,19 @@ class Transport:
         with self._lock:
             self.requests += 1
 
+    def _origin(self) -> str:
+        """``scheme://host[:port]`` of :attr:`base_url` (which a redirect to another port may change)."""
+        known = self.__dict__.get("_origin_of")
+        if known is None or known[0] != self.base_url:
+            parts = urlsplit(self.base_url)
+            known = self.__dict__["_origin_of"] = (self.base_url, "%s://%s" % (parts.scheme, parts.netloc))
+        return known[1]
+
     def _abs(self, path: Optional[str]) -> str:
         if not path:
             return self.base_url + SERVICE_ROOT
+        if path[:1] == "/" and path[1:2] != "/" and "/." not in path and "#" not in path:
+            return self._origin() + path   # what urljoin gives for a plain absolute path, without parsing it twice
         if urlparse(path).netloc:
             return path
         if not path.startswith("/"):
@@ -281,6 +263,9 @@ class Transport:
 
     def _rel(self, url: str) -> str:
         """Absolute URL on this BMC -> path+query (for messages and keys)."""
+        origin = self._origin()
+        if url.startswith(origin + "/") and "#" not in url and not url.endswith("?"):
+            return url[len(origin):]   # what urlsplit gives, without parsing
         p = urlsplit(url)
         return p.path + ("?" + p.query if p.query else "")
 

@@ -1,11 +1,13 @@
-"""Issue 27: a plain GET goes to urllib3's pool directly (``_redfish/fastpath.direct_get``), with what requests did.
+"""Issue 27: a plain request goes to libcurl (``_redfish/curl.send``) or, without pycurl, to urllib3's pool
+directly (``_redfish/fastpath.direct_get``), with what requests did.
 
 Against a real HTTPS server on 127.0.0.1 (a throw-away CA from the emulator's ``tls``): the GET is sent without
 ``HTTPAdapter.send`` on one kept-alive connection, with the same headers; TLS is verified (a client without the CA
 gets the same controller-side ``tls_trust`` error as through requests, a client with ``ca_path`` reads); a read
-timeout, a refused connection, a body cut short and HTTP error statuses raise the same classes as through
-requests (``_PLAIN_ADAPTERS`` emptied sends every GET through requests, the reference); a cookie the BMC sets
-lands in the session's jar.
+timeout, a refused connection, a body cut short and HTTP error statuses raise the same classes on each path
+(``curl``, ``urllib3``, and ``requests``: ``_PLAIN_ADAPTERS`` emptied sends every request through requests, the
+reference); a cookie the BMC sets lands in the session's jar; a JSON write through libcurl carries the body and
+headers requests would send.
 """
 
 import http.server
@@ -17,7 +19,7 @@ import time
 import pytest
 import requests
 
-from ansible_collections.symphony.cluster.plugins.module_utils._redfish import fastpath
+from ansible_collections.symphony.cluster.plugins.module_utils._redfish import curl, fastpath
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.errors import (
     RedfishConnectionError, RedfishControllerError, RedfishHTTPError, RedfishTimeout)
@@ -48,6 +50,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        self.server.log.append(("%s %s" % (self.command, self.path), dict(self.headers), self.client_address[1], body))
+        data = json.dumps({"@odata.id": "/redfish/v1/SessionService/Sessions/7"}).encode()
+        self.send_response(201)
+        self.send_header("X-Auth-Token", "t0k")
+        self.send_header("Location", "/redfish/v1/SessionService/Sessions/7")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_PATCH = do_POST
 
     def do_DELETE(self):
         self.server.log.append(("DELETE " + self.path, dict(self.headers), self.client_address[1]))
@@ -83,11 +100,24 @@ def client(srv, tls, **kw):
     return RedfishClient(url(srv), "admin", "pw", sleep=lambda s: None, retries=0, keep_alive=True, **kw)
 
 
-@pytest.fixture(params=["direct", "requests"])
+@pytest.fixture(params=["curl", "urllib3", "requests"])
 def path(request, monkeypatch):
-    """Each error case runs on the direct path and through requests (the reference), with the same outcome."""
+    """Each error case runs through libcurl, on urllib3's pool and through requests (the reference), with the same
+    outcome."""
+    if request.param != "curl":
+        monkeypatch.setattr(curl, "HAS_PYCURL", False)
+    else:
+        assert curl.HAS_PYCURL, "pycurl is in requirements.txt"
     if request.param == "requests":
         monkeypatch.setattr(fastpath, "_PLAIN_ADAPTERS", ())
+    return request.param
+
+
+@pytest.fixture(params=["curl", "urllib3"])
+def fast(request, monkeypatch):
+    """The two paths that skip requests' adapter."""
+    if request.param == "urllib3":
+        monkeypatch.setattr(curl, "HAS_PYCURL", False)
     return request.param
 
 
@@ -101,7 +131,7 @@ def adapter_sends(monkeypatch):
     return sent
 
 
-def test_a_get_skips_the_adapter_keeps_headers_and_one_connection(server, tls, adapter_sends):
+def test_a_get_skips_the_adapter_keeps_headers_and_one_connection(server, tls, adapter_sends, fast):
     sent = adapter_sends
     c = client(server, tls)
     c._conn._session.headers["X-Auth-Token"] = "tok"  # as sushy's session login sets it
@@ -119,7 +149,8 @@ def test_tls_is_verified_without_the_ca(server, tls, path):
     c = client(server, tls, ca_path=None)
     with pytest.raises(RedfishControllerError) as ei:
         c.get("/redfish/v1")
-    assert ei.value.cause == "tls_trust" and "CERTIFICATE_VERIFY_FAILED" in ei.value.message
+    # OpenSSL's verify result, in Python's words ("[SSL: CERTIFICATE_VERIFY_FAILED] ...") or libcurl's
+    assert ei.value.cause == "tls_trust" and "self-signed certificate in certificate chain" in ei.value.message
     assert server.log == []
 
 
@@ -163,7 +194,7 @@ def test_http_error_statuses_with_extended_info(server, tls, path, status):
     assert ei.value.status == status and "ResourceMissingAtURI" in str(ei.value.details)
 
 
-def test_a_cookie_the_bmc_sets_goes_to_the_session_jar(server, tls):
+def test_a_cookie_the_bmc_sets_goes_to_the_session_jar(server, tls, fast):
     server.answers["/c"] = (200, {"Set-Cookie": "sid=abc; Path=/"}, ROOT)
     c = client(server, tls)
     c.get("/c")
@@ -173,6 +204,7 @@ def test_a_cookie_the_bmc_sets_goes_to_the_session_jar(server, tls):
 
 
 def test_headers_merge_as_requests_merges_them(monkeypatch):
+    monkeypatch.setattr(curl, "HAS_PYCURL", False)
     session = fastpath.ReuseSession()
     session.trust_env = False
     session.headers.update({"OData-Version": "4.0", "X-Auth-Token": "t", "Connection": "close"})
@@ -185,7 +217,7 @@ def test_headers_merge_as_requests_merges_them(monkeypatch):
     assert list(seen["h"].items()) == list(ref.items()) and "Connection" not in seen["h"]
 
 
-def test_a_logout_delete_takes_the_direct_path_on_the_same_connection(server, tls, adapter_sends):
+def test_a_logout_delete_takes_the_direct_path_on_the_same_connection(server, tls, adapter_sends, fast):
     sent = adapter_sends
     c = client(server, tls)
     assert c.get("/redfish/v1") == ROOT
@@ -204,3 +236,50 @@ def test_one_timeout_object_serves_every_request_with_the_same_limits():
     assert fastpath._timeout(7) is fastpath._timeout(7)
     t = fastpath._timeout((5, 30))
     assert (t.connect_timeout, t.read_timeout) == (5, 30)
+
+
+def test_a_login_post_and_a_patch_go_through_libcurl_as_requests_would_send_them(server, tls, adapter_sends):
+    c = client(server, tls)
+    session = c._conn._session
+    creds = {"UserName": "admin", "Password": "pw"}
+    rsp = session.request("POST", url(server) + "/redfish/v1/SessionService/Sessions", json=creds,
+                          headers={"OData-Version": "4.0"}, verify=tls["ca"], timeout=5, allow_redirects=False)
+    assert rsp.status_code == 201 and rsp.headers["X-Auth-Token"] == "t0k" and rsp.json()["@odata.id"].endswith("/7")
+    assert rsp.headers["location"] == "/redfish/v1/SessionService/Sessions/7" and rsp.reason == "Created"
+    patch = session.request("PATCH", url(server) + "/redfish/v1/Systems/1", json={"AssetTag": "x"},
+                            headers={"If-Match": '"e1"'}, verify=tls["ca"], timeout=5, allow_redirects=False)
+    assert patch.status_code == 201
+    assert adapter_sends == []
+    (line1, h1, port1, body1), (line2, h2, port2, body2) = server.log
+    assert line1 == "POST /redfish/v1/SessionService/Sessions" and json.loads(body1) == creds
+    ref = requests.Request("POST", "https://x/", json=creds).prepare()
+    assert body1 == ref.body and h1["Content-Type"] == "application/json" and "Expect" not in h1
+    assert line2 == "PATCH /redfish/v1/Systems/1" and json.loads(body2) == {"AssetTag": "x"} and h2["If-Match"] == '"e1"'
+    assert port1 == port2   # the POST's connection served the PATCH
+    with pytest.raises(requests.exceptions.InvalidJSONError):   # as requests refuses NaN
+        session.request("POST", url(server) + "/x", json={"v": float("nan")}, verify=tls["ca"], timeout=5,
+                        allow_redirects=False)
+
+
+def test_a_refused_login_post_counts_as_not_sent_so_it_may_be_sent_again(tls):
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish import transport
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    session = fastpath.ReuseSession()
+    session.trust_env = False
+    with pytest.raises(requests.exceptions.ConnectionError) as ei:
+        session.request("POST", "https://127.0.0.1:%d/redfish/v1/SessionService/Sessions" % port, json={},
+                        verify=tls["ca"], timeout=5, allow_redirects=False)
+    assert isinstance(ei.value, curl.NotSent) and transport._not_sent(ei.value)
+
+
+def test_a_read_timeout_under_a_second_waits_a_whole_second_on_libcurl(server, tls):
+    """libcurl's stall timer counts whole seconds (CURLOPT_LOW_SPEED_TIME): 0.3 s is rounded up to 1 s."""
+    server.answers["/slowish"] = (200, {}, lambda h: time.sleep(0.6))
+    c = client(server, tls, read_timeout=0.3)
+    start = time.monotonic()
+    with pytest.raises(RedfishTimeout, match="read timeout after 0.3s"):
+        c.get("/slowish")
+    assert time.monotonic() - start >= 0.5
