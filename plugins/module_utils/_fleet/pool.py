@@ -23,6 +23,7 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
+import sys
 import threading
 import traceback
 from dataclasses import dataclass
@@ -31,6 +32,11 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 # ``HostOutcome.error["error"]`` of a host whose worker process died before the host finished.
 WORKER_LOST = "WorkerProcessLost"
 PROCESSES_ENV = "SYMPHONY_FLEET_PROCESSES"
+# A worker's GIL switch interval, seconds.  CPython makes the thread holding the GIL hand it over every 5 ms
+# (sys.getswitchinterval()) when another asks; with dozens of I/O threads per worker that forced hand-over cost
+# ~45% more context switches and ~10% more CPU per BMC (tests/bench/README.md, issue 27).  The threads still
+# hand over at every blocking call (every request), so no BMC waits on it.
+WORKER_SWITCH_INTERVAL_S = 0.05
 
 Job = tuple[str, Any, Hashable]
 
@@ -93,6 +99,7 @@ def _child(shard: list[Job], run_shard: Callable[[list[Job], Callable[[Any], Non
     """The child's whole life: run ``shard``, send each outcome, ``os._exit``; never returns."""
     code = 1
     try:
+        sys.setswitchinterval(WORKER_SWITCH_INTERVAL_S)
         lock = threading.Lock()
 
         def send(outcome: Any) -> None:

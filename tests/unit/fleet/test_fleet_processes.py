@@ -51,6 +51,19 @@ def test_processes_give_the_same_outcomes_and_keep_one_bmc_in_one_process():
     assert len(set().union(*pids.values())) == 3 and os.getpid() not in set().union(*pids.values())
 
 
+def _switch_interval(host, item):
+    import sys
+    return {"pid": os.getpid(), "switch_s": sys.getswitchinterval()}
+
+
+def test_a_worker_process_hands_the_gil_over_less_often_and_the_parent_is_untouched():
+    before = __import__("sys").getswitchinterval()
+    out = run_batch([("a", {}), ("b", {})], _switch_interval, workers=2, key=lambda it: id(it), processes=2)
+    assert all(o.value["switch_s"] == pytest.approx(pool.WORKER_SWITCH_INTERVAL_S) for o in out.values())
+    assert all(o.value["pid"] != os.getpid() for o in out.values())
+    assert __import__("sys").getswitchinterval() == before
+
+
 def test_split_by_key_keeps_keys_together_and_order():
     jobs = [("h%d" % i, None, "k%d" % (i % 3)) for i in range(10)]
     shards = pool.split_by_key(jobs, 2)
