@@ -30,7 +30,7 @@ from symphony_emulator.actions import Actions
 from symphony_emulator.config import check_fault_values, faults_for
 from symphony_emulator.firmware import FirmwareUpdates
 from symphony_emulator.odata import metadata_xml, odata_service_document
-from symphony_emulator.replies import JSON, Reply, error_body, jreply, now_iso
+from symphony_emulator.replies import JSON, Reply, dumps_bytes, error_body, jreply, now_iso
 from symphony_emulator.resources import ROOT, T, collection_type, link
 from symphony_emulator.settings import Settings
 from symphony_emulator.tree import build_tree
@@ -498,11 +498,11 @@ class BMC(Actions, FirmwareUpdates, Settings):
                         resource["Members@odata.nextLink"] += "&$expand=%s($levels=%d)" % expand
             if expand:
                 resource = self._expanded(resource, *expand)
-            raw = json.dumps(resource).encode()
+            raw = dumps_bytes(resource)
             return raw, self._etag(raw, mode)
         if expand:
             resource = self._expanded(resource, *expand)
-        raw = json.dumps(resource).encode()
+        raw = dumps_bytes(resource)
         etag = self._etag(raw, mode)
         if etag:   # the ETag of the body without it, appended as @odata.etag (one serialisation)
             raw = raw[:-1] + b', "@odata.etag": ' + json.dumps(etag).encode() + b"}"
