@@ -73,7 +73,7 @@ LAYERS = (
     ("ledger", ("_core/ledger", "sqlite3/", "_core/dispatch.py", "_core/leases.py")),
     ("sushy", ("sushy/",)),
     ("http", ("http/client.py", "urllib3/", "requests/", "socket.py", "selectors.py", "email/", "http/cookiejar.py",
-              "urllib/parse.py", "_redfish/fastpath.py")),
+              "urllib/parse.py", "_redfish/fastpath.py", "_redfish/curl.py")),
     ("transport", ("_redfish/transport.py", "_redfish/session.py", "_redfish/registries.py", "_redfish/client.py",
                    "_redfish/errors.py", "_redfish/settings.py", "_fleet/client.py")),
     ("reader", ("_redfish/read", "_redfish/paging.py", "_redfish/model.py", "_predeploy/observe.py")),
