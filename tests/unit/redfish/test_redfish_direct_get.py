@@ -283,3 +283,19 @@ def test_a_read_timeout_under_a_second_waits_a_whole_second_on_libcurl(server, t
     with pytest.raises(RedfishTimeout, match="read timeout after 0.3s"):
         c.get("/slowish")
     assert time.monotonic() - start >= 0.5
+
+
+def test_validate_certs_false_reads_without_the_ca_and_says_so(server, tls, fast):
+    c = client(server, tls, ca_path=None, verify=False)
+    assert c.get("/redfish/v1") == ROOT
+    assert any("verif" in w.lower() for w in c.warnings)
+
+
+def test_a_proxy_in_the_environment_is_kept_and_sends_through_requests(monkeypatch, tls):
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    conn = fastpath.connector("https://bmc.test", verify=tls["ca"])
+    assert conn._session.proxies.get("https") == "http://proxy.test:3128"
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert fastpath.connector("https://bmc.test", verify=tls["ca"])._session.proxies == {}
