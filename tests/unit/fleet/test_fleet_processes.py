@@ -58,7 +58,7 @@ def _switch_interval(host, item):
 
 def test_a_worker_process_hands_the_gil_over_less_often_and_the_parent_is_untouched():
     before = __import__("sys").getswitchinterval()
-    out = run_batch([("a", {}), ("b", {})], _switch_interval, workers=2, key=lambda it: id(it), processes=2)
+    out = run_batch([("a", {}), ("b", {})], _switch_interval, workers=2, key=id, processes=2)
     assert all(o.value["switch_s"] == pytest.approx(pool.WORKER_SWITCH_INTERVAL_S) for o in out.values())
     assert all(o.value["pid"] != os.getpid() for o in out.values())
     assert __import__("sys").getswitchinterval() == before
