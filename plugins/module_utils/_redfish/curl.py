@@ -184,6 +184,9 @@ def _configure(handle: Any, url: str, method: str, headers: dict[str, str], time
         if name.lower() == "accept-encoding":
             encoding = value
             continue
+        if "\n" in value or "\r" in value or "\n" in name or "\r" in name:
+            # requests and http.client refuse these too: libcurl would send them, splitting the header
+            raise requests.exceptions.InvalidHeader("header %r: a line break in a header name or value" % name)
         sent.append("%s: %s" % (name, value) if value != "" else "%s;" % name)
     if method in _BODY_METHODS:
         if not any(k.lower() == "content-type" for k in headers):
@@ -222,8 +225,11 @@ def _exception(handle: Any, code: int, text: str, url: str) -> Exception:
     if code in (_RESOLVE, _CONNECT):
         return NotSent(what)
     if code == _TIMEOUT:
-        # a connection that never finished its TCP connect or TLS handshake sent nothing
-        connected = handle.getinfo(pycurl.APPCONNECT_TIME if url.startswith("https:") else pycurl.CONNECT_TIME)
+        # only a new connection that never finished its TCP connect or TLS handshake sent nothing; a kept-alive one
+        # (no new connection made: its connect and handshake times read 0) had the request sent on it
+        reused = handle.getinfo(pycurl.NUM_CONNECTS) == 0
+        connected = reused or handle.getinfo(pycurl.APPCONNECT_TIME if url.startswith("https:")
+                                             else pycurl.CONNECT_TIME) > 0
         return exc.ReadTimeout(what) if connected else ConnectTimeoutNotSent(what)
     if code in (_PEER_VERIFY, _TLS_CONNECT, _CA_FILE):
         return exc.SSLError(what)

@@ -22,7 +22,7 @@ import requests
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish import curl, fastpath
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.client import RedfishClient
 from ansible_collections.symphony.cluster.plugins.module_utils._redfish.errors import (
-    RedfishConnectionError, RedfishControllerError, RedfishHTTPError, RedfishTimeout)
+    RedfishConnectionError, RedfishControllerError, RedfishError, RedfishHTTPError, RedfishTimeout)
 
 from symphony_emulator.tls import make_certificates, server_context
 
@@ -299,3 +299,20 @@ def test_a_proxy_in_the_environment_is_kept_and_sends_through_requests(monkeypat
     assert conn._session.proxies.get("https") == "http://proxy.test:3128"
     monkeypatch.delenv("HTTPS_PROXY")
     assert fastpath.connector("https://bmc.test", verify=tls["ca"])._session.proxies == {}
+
+
+def test_a_read_timeout_on_a_kept_alive_connection_is_a_read_timeout(server, tls, path):
+    """The request was sent on the reused connection: never a connect timeout (which a POST may be re-sent after)."""
+    server.answers["/slow"] = (200, {}, lambda h: time.sleep(1.5))
+    c = client(server, tls, read_timeout=0.3)
+    assert c.get("/redfish/v1") == ROOT
+    with pytest.raises(RedfishTimeout, match="read timeout after 0.3s"):
+        c.get("/slow")
+
+
+def test_a_header_with_a_line_break_is_refused_not_sent(server, tls, fast):
+    c = client(server, tls)
+    c._conn._session.headers["X-Auth-Token"] = "tok\r\nX-Injected: 1"
+    with pytest.raises(RedfishError) as ei:   # a RedfishError either way, and nothing reached the BMC
+        c.get("/redfish/v1")
+    assert "header" in str(ei.value).lower() and server.log == [], repr(ei.value)
