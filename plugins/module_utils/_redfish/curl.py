@@ -221,7 +221,10 @@ def _configure(handle: Any, url: str, method: str, headers: dict[str, str], time
 
 def _exception(handle: Any, code: int, text: str, url: str) -> Exception:
     exc = requests.exceptions
-    what = "%s (libcurl error %d, %s)" % (text, code, url)
+    errno = handle.getinfo(pycurl.OS_ERRNO)
+    # the operating system's words ("Connection refused", "No route to host") tell refused from unreachable
+    cause = ": %s" % os.strerror(errno) if errno and os.strerror(errno) not in text else ""
+    what = "%s%s (libcurl error %d, %s)" % (text, cause, code, url)
     if code in (_RESOLVE, _CONNECT):
         return NotSent(what)
     if code == _TIMEOUT:
