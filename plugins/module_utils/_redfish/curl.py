@@ -225,6 +225,10 @@ def _exception(handle: Any, code: int, text: str, url: str) -> Exception:
     # the operating system's words ("Connection refused", "No route to host") tell refused from unreachable
     cause = ": %s" % os.strerror(errno) if errno and os.strerror(errno) not in text else ""
     what = "%s%s (libcurl error %d, %s)" % (text, cause, code, url)
+    if code in (_GOT_NOTHING, _SEND, _RECV):
+        # http.client says RemoteDisconnected or "Connection reset" here, words Session.open's wait for a BMC still
+        # rebooting looks for; libcurl says "Empty reply" or an OpenSSL "unexpected eof"
+        what = "the BMC closed or reset the connection: " + what
     if code in (_RESOLVE, _CONNECT):
         return NotSent(what)
     if code == _TIMEOUT:

@@ -316,3 +316,15 @@ def test_a_header_with_a_line_break_is_refused_not_sent(server, tls, fast):
     with pytest.raises(RedfishError) as ei:   # a RedfishError either way, and nothing reached the BMC
         c.get("/redfish/v1")
     assert "header" in str(ei.value).lower() and server.log == [], repr(ei.value)
+
+
+def test_a_connection_closed_without_an_answer_reads_as_a_bmc_still_rebooting(server, tls, path):
+    """What Session.open waits on (reboot_wait_s): http.client's RemoteDisconnected or libcurl's error 52."""
+    from ansible_collections.symphony.cluster.plugins.module_utils._redfish.session import _rebooting
+
+    def hang_up(h):
+        h.close_connection = True
+    server.answers["/gone-quiet"] = (200, {}, hang_up)
+    with pytest.raises(RedfishConnectionError) as ei:
+        client(server, tls).get("/gone-quiet")
+    assert _rebooting(ei.value), ei.value.message
