@@ -77,11 +77,6 @@ _RESOLVE, _CONNECT, _PARTIAL, _TIMEOUT, _TLS_CONNECT, _PEER_VERIFY, _GOT_NOTHING
 _BODY_METHODS = ("POST", "PATCH", "PUT")
 
 
-def usable() -> bool:
-    """True when pycurl imports (requirements.txt installs it; its wheels carry libcurl and OpenSSL)."""
-    return HAS_PYCURL
-
-
 class _Handles:
     """A session's idle libcurl handles, by (origin, verify); each keeps its own connection alive."""
 

@@ -116,24 +116,23 @@ class ReuseSession(_SESSION):
         url = requests.utils.requote_uri(url)
         verify = kwargs.get("verify")
         verify = self.verify if verify is None else verify
-        if (not self.proxies and self.cert is None and not any(self.hooks.values())
-                and getattr(self.send, "__func__", None) is _REAL_SEND):
-            adapter = self.get_adapter(url)
-            # libcurl under requests' own adapter only (a mounted subclass, sushy's TLS adapter, sends its way)
-            if curl_ok and type(adapter) in _PLAIN_ADAPTERS:
-                body = None if method in ("GET", "DELETE") or kwargs.get("json") is None \
-                    else _curl.json_body(kwargs["json"])
-                if body is not None and not any(k.lower() == "content-type" for k in headers):
-                    headers["Content-Type"] = "application/json"
-                return _curl.send(self, url, method, headers, kwargs.get("timeout"), verify, body=body)
-            if not simple:
-                return super().request(method, url, *args, **kwargs)
-            # get_connection_with_tls_context is requests >= 2.32.2's: on older requests the GET goes through send
-            # (an AttributeError here would read as a BMC fault on every node)
-            if type(adapter) in _PLAIN_ADAPTERS and hasattr(adapter, "get_connection_with_tls_context"):
-                return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify, method=method)
+        direct = (not self.proxies and self.cert is None and not any(self.hooks.values())
+                  and getattr(self.send, "__func__", None) is _REAL_SEND)
+        # libcurl and urllib3 only under requests' own adapter (a mounted subclass, sushy's TLS adapter, sends its way)
+        adapter = self.get_adapter(url) if direct else None
+        own_adapter = direct and type(adapter) in _PLAIN_ADAPTERS
+        if curl_ok and own_adapter:
+            json_value = kwargs.get("json")
+            body = None if json_value is None else _curl.json_body(json_value)
+            if body is not None and not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = "application/json"
+            return _curl.send(self, url, method, headers, kwargs.get("timeout"), verify, body=body)
         if not simple:
             return super().request(method, url, *args, **kwargs)
+        # get_connection_with_tls_context is requests >= 2.32.2's: on older requests the GET goes through send
+        # (an AttributeError here would read as a BMC fault on every node)
+        if own_adapter and hasattr(adapter, "get_connection_with_tls_context"):
+            return direct_get(self, adapter, url, headers, kwargs.get("timeout"), verify, method=method)
         return self.send(_prepared(url, headers, method), timeout=kwargs.get("timeout"), allow_redirects=False,
                          verify=verify, proxies=self.proxies, cert=self.cert, stream=False)
 
