@@ -4,7 +4,7 @@
 # packages.txt), a raw BIOS-bootable disk image: one MBR partition holding an ext4 root made by mke2fs -d straight
 # from the mmdebstrap tree, and GRUB's own boot.img + core.img (grub-mkimage, root and kernel command line embedded)
 # in the MBR and the gap before the partition. No loop device, mount or grub-install is needed on the build host.
-# Usage: build.sh OUTDIR   (env: OS_MIRROR, OS_SUITE, SOURCE_DATE_EPOCH)
+# Usage: build.sh OUTDIR   (env: OS_MIRROR, OS_SUITE, OS_CMDLINE_EXTRA, SOURCE_DATE_EPOCH)
 # Writes OUTDIR/{symphony-os-x86_64.img.zst,manifest.txt,build.json}; a rerun with the same inputs returns at once.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -15,12 +15,14 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1735689600}
 # e2fsprogs stamps the superblock and inodes with this instead of the clock (reproducible-builds.org)
 export E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH
 LABEL=symphony-os
-CMDLINE="root=LABEL=$LABEL ro console=tty0 console=ttyS0,115200 net.ifnames=0 panic=30"
+# The SKUs' tunings.kernel_cmdline tokens (../tunings.cmdline): fleet_audit's drift check reads them on the node.
+EXTRA=${OS_CMDLINE_EXTRA-$(grep -v '^#' "$HERE/../tunings.cmdline" | xargs)}
+CMDLINE=$(echo "root=LABEL=$LABEL ro console=tty0 console=ttyS0,115200 net.ifnames=0 panic=30 $EXTRA" | xargs)
 PKGS=$(grep -v '^#' "$HERE/packages.txt" | paste -sd, -)
 IMG=symphony-os-x86_64.img
 
 # The inputs' digest: the definition files and the root overlay, in name order.
-inputs=$( (cd "$HERE" && sha256sum build.sh packages.txt && find rootfs -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) \
+inputs=$( (cd "$HERE" && echo "$CMDLINE" && sha256sum build.sh packages.txt && find rootfs -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) \
          | sha256sum | cut -c1-64)
 if [ -f "$OUT/build.json" ] && grep -q "\"inputs\": \"$inputs\"" "$OUT/build.json"; then
   echo "os image: up to date ($(cat "$OUT/build-id"))"; exit 0

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Build the symphony RAM-only runtime: a Debian root made by mmdebstrap from packages.txt, packed whole as the
 # initramfs (so / is the kernel's RAM rootfs), with the Debian kernel, on a BIOS-bootable ISO.
-# Usage: build.sh OUTDIR   (env: RUNTIME_MIRROR, RUNTIME_SUITE, RUNTIME_VENDOR_DIR, SOURCE_DATE_EPOCH)
+# Usage: build.sh OUTDIR   (env: RUNTIME_MIRROR, RUNTIME_SUITE, RUNTIME_VENDOR_DIR, RUNTIME_CMDLINE_EXTRA,
+#                            SOURCE_DATE_EPOCH)
 # Writes OUTDIR/{symphony-runtime-x86_64.iso,vmlinuz,initrd.lz4,manifest.txt,build.json}; a rerun with the same
 # inputs (definition files + the mirror's package versions) reuses OUTDIR and returns at once.
 set -euo pipefail
@@ -12,11 +13,13 @@ SUITE=${RUNTIME_SUITE:-bookworm}
 VENDOR=${RUNTIME_VENDOR_DIR:-$HERE/vendor.d}
 # Fixed timestamps make the initramfs and the ISO byte-identical for the same inputs (reproducible-builds.org).
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1735689600}
-CMDLINE="console=tty0 console=ttyS0,115200 panic=30 symphony.runtime=1"
+# The SKUs' tunings.kernel_cmdline tokens (../tunings.cmdline) sit on the boot line: the tunings check reads them here.
+EXTRA=${RUNTIME_CMDLINE_EXTRA-$(grep -v '^#' "$HERE/../tunings.cmdline" | xargs)}
+CMDLINE=$(echo "console=tty0 console=ttyS0,115200 panic=30 $EXTRA symphony.runtime=1" | xargs)
 PKGS=$(grep -v '^#' "$HERE/packages.txt" | paste -sd, -)
 
 # The inputs' digest: the definition files and the vendor hooks, in name order.
-inputs=$( (cd "$HERE" && sha256sum build.sh init isolinux.cfg packages.txt lib/*; \
+inputs=$( (cd "$HERE" && echo "$CMDLINE" && sha256sum build.sh init isolinux.cfg packages.txt lib/*; \
            find "$VENDOR" -maxdepth 1 -name '*.sh' -type f -print0 | sort -z | xargs -0r sha256sum) | sha256sum | cut -c1-64)
 if [ -f "$OUT/build.json" ] && grep -q "\"inputs\": \"$inputs\"" "$OUT/build.json"; then
   echo "runtime: up to date ($(cat "$OUT/build-id"))"; exit 0

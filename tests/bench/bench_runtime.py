@@ -82,7 +82,7 @@ def _os_install(tmp, runtime, iso, config, key):
                            "boot_timeout_s": 600, "build_id": runtime["build_id"], "kernel_cmdline": runtime["cmdline"]}
     pins = ("sha256", "raw_sha256", "raw_bytes", "build_id", "root_label", "kernel", "os_release")
     manifest["os"] = dict({k: image[k] for k in pins}, image_uri="file://%s" % (out_dir / image["image"]),
-                          target_disk="/dev/vda", boot_timeout_s=600)
+                          kernel_cmdline=image["cmdline"], target_disk="/dev/vda", boot_timeout_s=600)
     host, ledger = HOSTS[0], os.path.join(tmp, "ledger.sqlite")
     with Fleet(TWIN, http=True, credentials="demo", hosts=[host], vm_nodes=[host], vm_dir=os.path.join(tmp, "vm-os"),
                map_path=os.path.join(tmp, "bmcs.json")) as fleet:

@@ -160,7 +160,7 @@ def _with_os(scenario, os_image, **pin):
     manifest["firmware"] = [c for c in manifest["firmware"] if c["phase"] == "out_of_band"]
     pins = ("sha256", "raw_sha256", "raw_bytes", "build_id", "root_label", "kernel", "os_release", "packages")
     manifest["os"] = dict({k: os_image[k] for k in pins}, image_uri="file://" + os_image["path"],
-                          target_disk="/dev/vda", boot_timeout_s=scaled(300), **pin)
+                          kernel_cmdline=os_image["cmdline"], target_disk="/dev/vda", boot_timeout_s=scaled(300), **pin)
     return dict(scenario, manifests=dict(scenario["manifests"], hgx_h100_supermicro=manifest))
 
 

@@ -48,6 +48,7 @@ def write_sku(images):
     sku["os"] = {"image_uri": "file://%s" % (ROOT / "build" / "os" / image["image"]), "sha256": image["sha256"],
                  "raw_sha256": image["raw_sha256"], "raw_bytes": image["raw_bytes"], "build_id": image["build_id"],
                  "target_disk": "/dev/vda", "root_label": image["root_label"], "kernel": image["kernel"],
+                 "kernel_cmdline": image["cmdline"],
                  "os_release": image["os_release"], "boot_timeout_s": 600,
                  "packages": {name: versions[name] for name in ("openssh-server", "python3")}}
     (VM / "skus").mkdir(parents=True, exist_ok=True)

@@ -227,6 +227,7 @@ SKU_SCHEMA: Dict[str, Any] = {
                            "build_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"},
                            "target_disk": {"type": "string", "pattern": "^/dev/"},
                            "root_label": {"type": "string"}, "kernel": {"type": "string"},
+                           "kernel_cmdline": {"type": "string"},
                            "os_release": {"type": "object", "additionalProperties": {"type": "string"}},
                            "packages": {"type": "object", "additionalProperties": {"type": "string"}},
                            "boot_timeout_s": {"type": "number", "minimum": 1}},
@@ -335,6 +336,22 @@ SKU_SCHEMA: Dict[str, Any] = {
 }
 
 
+def _check_boot_lines(data: Dict[str, Any], where: str) -> None:
+    """Refuse a SKU whose pinned boot lines lack its own ``tunings.kernel_cmdline`` tokens: provisioning's tunings
+    check reads ``/proc/cmdline`` in the pinned runtime and fleet_audit's drift reads it on the installed OS, so such a
+    SKU could never pass tunings (or would show drift on every node) whatever the node does."""
+    wanted = (data.get("tunings") or {}).get("kernel_cmdline") or []
+    for section in ("runtime", "os"):
+        line = (data.get(section) or {}).get("kernel_cmdline")
+        if line is None:
+            continue
+        missing = [token for token in wanted if token not in line.split()]
+        if missing:
+            raise ManifestError("tunings.kernel_cmdline %s not on %s.kernel_cmdline %r: the image boots without them, so "
+                                "no node could pass; build the image with them (images/tunings.cmdline) and pin it"
+                                % (" ".join(missing), section, line), where="%s: $.%s.kernel_cmdline" % (where, section))
+
+
 def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
     """Validate one manifest document against :data:`SKU_SCHEMA` and cross-field rules.
 
@@ -364,6 +381,7 @@ def validate_manifest(data: Dict[str, Any], where: str) -> Dict[str, Any]:
         if comp.get("target") and comp["target"] not in comp["accepted"]:
             raise ManifestError("target %r is not among the accepted versions %s"
                                 % (comp["target"], comp["accepted"]), where=path)
+    _check_boot_lines(data, where)
     # Out-of-band components come before in-band ones: BMC -> BIOS -> ... then GPU -> NIC -> NVMe.
     phases = [c["phase"] for c in data.get("firmware", [])]
     if "in_band" in phases and "out_of_band" in phases[phases.index("in_band"):]:

@@ -16,8 +16,8 @@ Two checks, after ``verify`` passed (every firmware version and BIOS attribute a
   one the runtime was given at boot, never in the image) and the hostname go onto the new root, and the BMC sets a
   one-time ``Hdd`` boot and resets the node.
 * ``os_boot``: in-band, after the reset (:func:`verify_os_boot`): root is the pinned image's partition on the target
-  disk (not RAM), ``/etc/symphony/os-image-id`` is the pinned ``build_id``, os-release, kernel and the pinned packages
-  are as the SKU says, and the runtime's build id is gone.  Any mismatch fails "did not boot the installed OS".
+  disk (not RAM), ``/etc/symphony/os-image-id`` is the pinned ``build_id``, os-release, kernel, kernel command line
+  and the pinned packages are as the SKU says, and the runtime's build id is gone.  Any mismatch fails "did not boot the installed OS".
 
 Idempotent: a node that already runs the pinned OS from its disk is not rewritten (``os_install`` passes "already on
 the pinned OS image", ``os_boot`` still verifies it); the ledger never holds an ``os_install`` pass for a write that
@@ -43,7 +43,7 @@ from .._host.process import CommandTimeoutError, run
 from .._redfish.reader import reset_request
 from .inband_fw import file_sha256
 from .node import NodeRun
-from .proof import RAM_FSTYPES, _flatten, no_answer
+from .proof import RAM_FSTYPES, _flatten, boot_words, no_answer
 
 MIB = 1048576
 
@@ -55,6 +55,7 @@ OS_PROBE = (
     "echo \"runtime=$(cat /etc/symphony/build-id 2>/dev/null)\"; "
     "echo \"os_release=$(. /etc/os-release 2>/dev/null; echo \"ID=$ID VERSION_ID=$VERSION_ID\")\"; "
     "echo \"kernel=$(uname -r)\"; "
+    "echo \"cmdline=$(cat /proc/cmdline)\"; "
     "echo \"packages=$(dpkg-query -W -f='${Package}=${Version} ' \"$@\" 2>/dev/null)\"; "
     "echo end=1"
 )
@@ -104,7 +105,7 @@ def _pin(nd: NodeRun) -> dict[str, Any]:
 
 def probe(nd: NodeRun, launcher: Launcher, runner: Callable[..., Any] = run, timeout_s: float = 60) -> dict[str, Any]:
     """What the node runs, in-band: ``{"root": {source, fstype, label}, "disk": the root's disk, "os_image",
-    "runtime", "os_release": {ID, VERSION_ID}, "kernel", "packages": {name: version}}``.
+    "runtime", "os_release": {ID, VERSION_ID}, "kernel", "cmdline": /proc/cmdline, "packages": {name: version}}``.
 
     Raises :class:`CommandTimeoutError` (a hung command); a refused or failed SSH gives ``{"error": text}``.
     """
@@ -128,7 +129,7 @@ def probe(nd: NodeRun, launcher: Launcher, runner: Callable[..., Any] = run, tim
     packages = dict(w.split("=", 1) for w in f.get("packages", "").split() if "=" in w)
     return {"root": {"source": root.get("source"), "fstype": root.get("fstype"), "label": root.get("label")},
             "disk": disk, "os_image": f.get("os_image") or None, "runtime": f.get("runtime") or None,
-            "os_release": release, "kernel": f.get("kernel"), "packages": packages}
+            "os_release": release, "kernel": f.get("kernel"), "cmdline": f.get("cmdline"), "packages": packages}
 
 
 def problems_of(found: Mapping[str, Any], pin: Mapping[str, Any]) -> list[str]:
@@ -153,6 +154,10 @@ def problems_of(found: Mapping[str, Any], pin: Mapping[str, Any]) -> list[str]:
             out.append("os-release %s %r, the SKU pins %r" % (key, (found.get("os_release") or {}).get(key), want))
     if pin.get("kernel") and found.get("kernel") != pin["kernel"]:
         out.append("kernel %r, the SKU pins %r" % (found.get("kernel"), pin["kernel"]))
+    # the image's boot entry, compared as runtime_proof compares the runtime's (GRUB adds BOOT_IMAGE=)
+    words = boot_words(found.get("cmdline") or "")
+    if pin.get("kernel_cmdline") and words != pin["kernel_cmdline"].split():
+        out.append("kernel command line %r, the SKU pins %r" % (" ".join(words), pin["kernel_cmdline"]))
     for name, want in sorted((pin.get("packages") or {}).items()):
         got = (found.get("packages") or {}).get(name)
         if got != want:
@@ -294,8 +299,8 @@ def verify_os_boot(nd: NodeRun, launcher: Optional[Launcher], console_log: Optio
                              "check the node's console: the OS may not have booted from its disk")
         time.sleep(nd.settings.poll_s)
     problems = problems_of(found, pin)
-    expected = {k: pin.get(k) for k in ("build_id", "target_disk", "root_label", "kernel", "os_release", "packages")
-                if pin.get(k)}
+    expected = {k: pin.get(k) for k in ("build_id", "target_disk", "root_label", "kernel", "kernel_cmdline",
+                                        "os_release", "packages") if pin.get(k)}
     if problems:
         return failed("did not boot the installed OS: %s" % "; ".join(problems),
                       "check the BMC honours the one-time Hdd override and the disk's boot loader",

@@ -13,9 +13,18 @@ def skus(repo_root):
     return load_skus(str(repo_root / "skus"))
 
 
-def _build_cmdline(repo_root):
-    text = (repo_root / "images" / "runtime" / "build.sh").read_text()
-    return re.search(r'^CMDLINE="([^"]+)"', text, re.M).group(1)
+def _extra(repo_root):
+    text = (repo_root / "images" / "tunings.cmdline").read_text()
+    return " ".join(w for line in text.splitlines() if not line.startswith("#") for w in line.split())
+
+
+def _build_cmdline(repo_root, image="runtime"):
+    """The command line images/<image>/build.sh boots with by default: its template with images/tunings.cmdline."""
+    text = (repo_root / "images" / image / "build.sh").read_text()
+    template = re.search(r'^CMDLINE=\$\(echo "([^"]+)" \| xargs\)', text, re.M).group(1)
+    label = re.search(r'^LABEL=(\S+)', text, re.M)
+    line = template.replace("$EXTRA", _extra(repo_root)).replace("$LABEL", label.group(1) if label else "$LABEL")
+    return " ".join(line.split())
 
 
 def test_x86_skus_pin_the_built_runtime(skus, repo_root):
@@ -44,3 +53,16 @@ def test_the_hgx_sku_pins_the_built_os_image(skus, repo_root):
     assert pin["root_label"] == _os_cmdline(repo_root)   # what images/os labels the root it builds
     assert pin["image_uri"].endswith("symphony-os-x86_64.img.zst") and pin["raw_bytes"] % 512 == 0
     assert pin["target_disk"].startswith("/dev/") and set(pin["packages"]) == {"openssh-server", "python3"}
+    assert pin["kernel_cmdline"] == _build_cmdline(repo_root, "os")
+
+
+def test_every_shipped_sku_boots_with_its_own_tunings_tokens(skus):
+    """The SKU loader's rule holds for what ships: each tunings.kernel_cmdline token is on the pinned boot lines."""
+    checked = 0
+    for name, sku in skus.items():
+        for section in ("runtime", "os"):
+            line = (sku.get(section) or {}).get("kernel_cmdline")
+            if line:
+                assert set((sku.get("tunings") or {}).get("kernel_cmdline") or []) <= set(line.split()), (name, section)
+                checked += 1
+    assert checked == 5   # four x86_64 runtimes and the HGX OS image

@@ -27,21 +27,25 @@ OS_ROOT = {"filesystems": [{"target": "/", "source": "/dev/vda1", "fstype": "ext
 RAM_ROOT = {"filesystems": [{"target": "/", "source": "rootfs", "fstype": "rootfs", "label": None}]}
 
 
+OS_CMDLINE = "root=LABEL=symphony-os ro console=ttyS0,115200 iommu=pt intel_iommu=on pci=realloc=off"
+
+
 def pin(tmp_path, data=b"compressed image"):
     image = tmp_path / "os.img.zst"
     image.write_bytes(data)
     return {"image_uri": "file://%s" % image, "sha256": hashlib.sha256(data).hexdigest(),
             "raw_sha256": hashlib.sha256(RAW).hexdigest(), "raw_bytes": len(RAW), "build_id": "os-8e1bf04105145a1d",
             "target_disk": "/dev/vda", "root_label": "symphony-os", "kernel": "6.1.0-50-amd64",
-            "os_release": {"ID": "debian", "VERSION_ID": "12"}, "packages": {"openssh-server": "1:9.2p1-2+deb12u10"},
+            "kernel_cmdline": OS_CMDLINE, "os_release": {"ID": "debian", "VERSION_ID": "12"}, "packages": {"openssh-server": "1:9.2p1-2+deb12u10"},
             "boot_timeout_s": 0.05}
 
 
 def probe_answer(root=None, os_image="os-8e1bf04105145a1d", runtime="", release="ID=debian VERSION_ID=12",
-                 kernel="6.1.0-50-amd64", packages="openssh-server=1:9.2p1-2+deb12u10 ", end=True):
+                 kernel="6.1.0-50-amd64", packages="openssh-server=1:9.2p1-2+deb12u10 ", end=True,
+                 cmdline="BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 " + OS_CMDLINE):
     lines = ["root=" + json.dumps(root or OS_ROOT, indent=3).replace("\n", ""),
              "blk=" + json.dumps(BLK, indent=3).replace("\n", ""), "os_image=" + os_image, "runtime=" + runtime,
-             "os_release=" + release, "kernel=" + kernel, "packages=" + packages]
+             "os_release=" + release, "kernel=" + kernel, "cmdline=" + cmdline, "packages=" + packages]
     return "\n".join(lines + (["end=1"] if end else [])) + "\n"
 
 
@@ -90,6 +94,16 @@ def test_the_booted_pinned_os_has_no_problems_and_every_difference_is_named(tmp_
     assert "OS image 'os-old', the SKU pins 'os-8e1bf04105145a1d'" in text
     assert "kernel '6.1.0-49-amd64'" in text and "os-release ID 'ubuntu'" in text
     assert "package openssh-server not installed, the SKU pins 1:9.2p1-2+deb12u10" in text
+
+
+def test_an_os_booted_with_another_kernel_command_line_is_not_the_pinned_os(tmp_path):
+    """GRUB's own BOOT_IMAGE= word is set aside (the pass above has it); a token missing or added is named."""
+    found = os_install.probe(_nd(tmp_path)[0], LAUNCHER, Scripted(probe_answer(
+        cmdline="BOOT_IMAGE=/boot/vmlinuz root=LABEL=symphony-os ro console=ttyS0,115200")))
+    assert os_install.problems_of(found, pin(tmp_path)) == [
+        "kernel command line 'root=LABEL=symphony-os ro console=ttyS0,115200', the SKU pins %r" % OS_CMDLINE]
+    found = os_install.probe(_nd(tmp_path)[0], LAUNCHER, Scripted(probe_answer(cmdline=OS_CMDLINE + " single")))
+    assert len(os_install.problems_of(found, pin(tmp_path))) == 1
 
 
 def test_the_runtime_is_not_the_installed_os(tmp_path):
@@ -220,3 +234,19 @@ def test_the_sku_schema_takes_an_os_pin_and_names_a_missing_field(tmp_path, repo
     with pytest.raises(ManifestError) as err:
         validate_manifest(dict(manifest, os={"image_uri": "x"}), "hgx.yml")
     assert "os" in str(err.value) and "hgx.yml" in str(err.value)
+
+
+@pytest.mark.parametrize("section", ["runtime", "os"])
+def test_a_sku_whose_pinned_boot_line_lacks_its_own_tunings_tokens_is_refused(tmp_path, repo_root, section):
+    """Such a SKU could never pass tunings (runtime) or would show drift on every node (os): refused at load, naming
+    the file, the field and the tokens."""
+    manifest = load_manifest(str(repo_root / "skus" / "hgx_h100_supermicro.yml"))
+    tokens = manifest["tunings"]["kernel_cmdline"]
+    line = " ".join(w for w in manifest[section]["kernel_cmdline"].split() if w not in tokens[1:])
+    with pytest.raises(ManifestError) as err:
+        validate_manifest(dict(manifest, **{section: dict(manifest[section], kernel_cmdline=line)}), "hgx.yml")
+    assert str(err.value).startswith("hgx.yml: $.%s.kernel_cmdline: tunings.kernel_cmdline %s not on"
+                                     % (section, " ".join(tokens[1:])))
+    # every token present (any order, more words) is accepted
+    ok = " ".join(reversed(tokens)) + " quiet"
+    assert validate_manifest(dict(manifest, **{section: dict(manifest[section], kernel_cmdline=ok)}), "hgx.yml")
