@@ -17,7 +17,8 @@ Two checks, after ``verify`` passed (every firmware version and BIOS attribute a
   one-time ``Hdd`` boot and resets the node.
 * ``os_boot``: in-band, after the reset (:func:`verify_os_boot`): root is the pinned image's partition on the target
   disk (not RAM), ``/etc/symphony/os-image-id`` is the pinned ``build_id``, os-release, kernel, kernel command line
-  and the pinned packages are as the SKU says, and the runtime's build id is gone.  Any mismatch fails "did not boot the installed OS".
+  and the pinned packages are as the SKU says, and the runtime's build id is gone.  Any mismatch fails "did not boot
+  the installed OS".
 
 Idempotent: a node that already runs the pinned OS from its disk is not rewritten (``os_install`` passes "already on
 the pinned OS image", ``os_boot`` still verifies it); the ledger never holds an ``os_install`` pass for a write that
