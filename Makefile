@@ -154,7 +154,7 @@ test-under-load: bootstrap
 bench: bootstrap
 	mkdir -p build/bench
 	@# BENCH_FA_LAB=1: fleet_audit.json's lab exercise (detect_s .. return_s) brings up its own lab when none is up
-	@# BENCH_SCALE_FLEET=10000: scale.json's pre_deployment over 10,000 emulated BMCs (issue 19; about 11 minutes here)
+	@# BENCH_SCALE_FLEET=10000: scale.json's pre_deployment over 10,000 emulated BMCs (issue 19; about 13 minutes here)
 	@set -e; for b in tests/bench/bench_*.py; do echo "== $$b"; BENCH_FA_LAB=$${BENCH_FA_LAB:-1} \
 	  BENCH_SCALE_FLEET=$${BENCH_SCALE_FLEET:-10000} $(PY) $$b; done
 	@for f in build/bench/*.json; do echo "$$f: $$(cat $$f)"; done
