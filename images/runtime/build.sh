@@ -1,15 +1,21 @@
 #!/bin/bash
 # Build the symphony RAM-only runtime: a Debian root made by mmdebstrap from packages.txt, packed whole as the
 # initramfs (so / is the kernel's RAM rootfs), with the Debian kernel, on a BIOS-bootable ISO.
-# Usage: build.sh OUTDIR   (env: RUNTIME_MIRROR, RUNTIME_SUITE, RUNTIME_VENDOR_DIR, RUNTIME_CMDLINE_EXTRA,
-#                            SOURCE_DATE_EPOCH)
+# Usage: build.sh OUTDIR   (env: RUNTIME_MIRROR, RUNTIME_SECURITY_MIRROR, RUNTIME_SUITE, RUNTIME_VENDOR_DIR,
+#                            RUNTIME_CMDLINE_EXTRA, SOURCE_DATE_EPOCH)
 # Writes OUTDIR/{symphony-runtime-x86_64.iso,vmlinuz,initrd.lz4,manifest.txt,build.json}; a rerun with the same
-# inputs (definition files + the mirror's package versions) reuses OUTDIR and returns at once.
+# inputs (boot line, apt sources, definition files) reuses OUTDIR and returns at once: remove OUTDIR to take the
+# mirror's newer packages.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 MIRROR=${RUNTIME_MIRROR:-http://deb.debian.org/debian}
 SUITE=${RUNTIME_SUITE:-bookworm}
+# The suite with its point-release updates and security updates (an empty RUNTIME_SECURITY_MIRROR leaves those out):
+# the kernel and sshd a node runs in the runtime are the patched ones.
+SECURITY=${RUNTIME_SECURITY_MIRROR-http://deb.debian.org/debian-security}
+SOURCES=("deb $MIRROR $SUITE main" "deb $MIRROR $SUITE-updates main")
+[ -z "$SECURITY" ] || SOURCES+=("deb $SECURITY $SUITE-security main")
 VENDOR=${RUNTIME_VENDOR_DIR:-$HERE/vendor.d}
 # Fixed timestamps make the initramfs and the ISO byte-identical for the same inputs (reproducible-builds.org).
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1735689600}
@@ -18,8 +24,8 @@ EXTRA=${RUNTIME_CMDLINE_EXTRA-$(grep -v '^#' "$HERE/../tunings.cmdline" | xargs)
 CMDLINE=$(echo "console=tty0 console=ttyS0,115200 panic=30 $EXTRA symphony.runtime=1" | xargs)
 PKGS=$(grep -v '^#' "$HERE/packages.txt" | paste -sd, -)
 
-# The inputs' digest: the definition files and the vendor hooks, in name order.
-inputs=$( (cd "$HERE" && echo "$CMDLINE" && sha256sum build.sh init isolinux.cfg packages.txt lib/*; \
+# The inputs' digest: the boot line, the apt sources, the definition files and the vendor hooks, in name order.
+inputs=$( (cd "$HERE" && echo "$CMDLINE" && printf '%s\n' "${SOURCES[@]}" && sha256sum build.sh init isolinux.cfg packages.txt lib/*; \
            find "$VENDOR" -maxdepth 1 -name '*.sh' -type f -print0 | sort -z | xargs -0r sha256sum) | sha256sum | cut -c1-64)
 if [ -f "$OUT/build.json" ] && grep -q "\"inputs\": \"$inputs\"" "$OUT/build.json"; then
   echo "runtime: up to date ($(cat "$OUT/build-id"))"; exit 0
@@ -29,18 +35,19 @@ work=$(mktemp -d "$OUT/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 
-# Stage 1, cached by package list + mirror + suite: mmdebstrap's root as a tarball (the slow part, ~5 min).
+# Stage 1, cached by package list + apt sources: mmdebstrap's root as a tarball (the slow part, ~5 min).
 # Docs, man pages and translations are not needed in RAM. The kernel package is downloaded, not installed: its
-# postinst would build a disk-root initramfs we do not use.
-stage1=$OUT/cache/root-$( (echo "$MIRROR $SUITE"; cat "$HERE/packages.txt") | sha256sum | cut -c1-16).tar
+# postinst would build a disk-root initramfs we do not use. mmdebstrap unsets APT_CONFIG in hooks: without
+# MMDEBSTRAP_APT_CONFIG the hook's apt would read the build host's sources, not the root's.
+stage1=$OUT/cache/root-$( (printf '%s\n' "${SOURCES[@]}"; cat "$HERE/packages.txt") | sha256sum | cut -c1-16).tar
 if [ ! -f "$stage1" ]; then
   mkdir -p "$OUT/cache"
   mmdebstrap --quiet --mode=root --format=tar --variant=essential --include="$PKGS" \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' \
-    --customize-hook='kpkg=$(apt-cache depends linux-image-amd64 | awk "/Depends: linux-image-/{print \$2; exit}"); mkdir -p "$1/opt/kernel" && cd "$1/opt/kernel" && apt-get download "$kpkg"' \
-    "$SUITE" "$stage1.part" "$MIRROR"
+    --customize-hook='export APT_CONFIG=$MMDEBSTRAP_APT_CONFIG; kpkg=$(apt-cache depends linux-image-amd64 | awk "/Depends: linux-image-/{print \$2; exit}"); mkdir -p "$1/opt/kernel" && cd "$1/opt/kernel" && apt-get download "$kpkg"' \
+    "$SUITE" "$stage1.part" "${SOURCES[@]}"
   mv "$stage1.part" "$stage1"
 fi
 mkdir -p "$root"
@@ -69,8 +76,9 @@ done
 install -m 0755 "$HERE/init" "$root/init"
 install -D -m 0644 /dev/stdin "$root/etc/ssh/sshd_config.d/symphony-hostkey.conf" <<<"HostKey /etc/ssh/ssh_host_ed25519_key"
 install -D -m 0644 "$HERE/lib/callback.py" "$root/usr/lib/symphony/callback.py"
-# No state that must differ per node or per build: host keys are made at boot, machine-id is empty, no logs/caches.
-rm -f "$root"/etc/ssh/ssh_host_* "$root"/var/log/*.log "$root"/var/log/apt/* "$root"/var/cache/ldconfig/aux-cache
+# No state that must differ per node or per build: host keys and the NVMe host NQN/ID (nvme-cli's postinst makes a
+# random pair, which every node would share) are made at boot, machine-id is empty, no logs/caches.
+rm -f "$root"/etc/nvme/hostnqn "$root"/etc/nvme/hostid "$root"/etc/ssh/ssh_host_* "$root"/var/log/*.log "$root"/var/log/apt/* "$root"/var/cache/ldconfig/aux-cache
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/tmp/* "$root"/var/cache/debconf/*-old
 : > "$root/etc/machine-id"
 cat > "$root/etc/fstab" <<FSTAB
@@ -109,7 +117,7 @@ for f in symphony-runtime-x86_64.iso vmlinuz initrd.lz4 manifest.txt; do mv "$wo
 echo "$build_id" > "$OUT/build-id"
 cat > "$OUT/build.json" <<JSON
 {"build_id": "$build_id", "sha256": "$sha", "iso": "symphony-runtime-x86_64.iso", "mib": $mib,
- "kernel": "$kver", "cmdline": "$CMDLINE", "suite": "$SUITE", "mirror": "$MIRROR",
+ "kernel": "$kver", "cmdline": "$CMDLINE", "suite": "$SUITE", "mirror": "$MIRROR", "security_mirror": "$SECURITY",
  "inputs": "$inputs", "build_s": $(( $(date +%s) - start ))}
 JSON
 echo "runtime: built $build_id ($mib MiB, sha256 $sha)"

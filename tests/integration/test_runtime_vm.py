@@ -11,6 +11,8 @@ cached). No lab lock: nothing but loopback ports. CPU heavy: one guest per test,
 
 import json
 import os
+import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -139,6 +141,28 @@ def test_a_vm_node_boots_the_built_runtime_and_the_proof_passes(scenario, runtim
         assert runtime["build_id"] in proof["reason"]
         system = fleet.bmc(HOST).tree[fleet.bmc(HOST).spec.S]
         assert system["PowerState"] == "On" and system["BootProgress"]["LastState"] == "OSRunning"
+        # the NVMe host identity is made at this boot (the image carries none: test below)
+        nqn = subprocess.run(["ssh", "-F", str(scenario["tmp"] / "ssh_config"), HOST,
+                              "cat /etc/nvme/hostnqn /etc/nvme/hostid"], check=True, capture_output=True, text=True,
+                             timeout=scaled(60)).stdout.split()
+        assert len(nqn) == 2 and re.fullmatch(r"nqn\.2014-08\.org\.nvmexpress:uuid:[0-9a-f-]{36}", nqn[0]), nqn
+        assert nqn[0].endswith(":uuid:" + nqn[1])
+
+
+def test_the_image_carries_no_per_node_identity(runtime):
+    """Nothing two nodes must not share is in the image: SSH host keys, the NVMe host NQN and ID (nvme-cli's postinst
+    makes a random pair when the root is built), a machine-id; the runtime's init makes each at boot."""
+    initrd = pathlib.Path(runtime["path"]).parent / "initrd.lz4"
+    root = subprocess.run(["lz4", "-dc", str(initrd)], check=True, capture_output=True).stdout
+    names = set(subprocess.run(["cpio", "-it", "--quiet"], input=root, check=True, capture_output=True).stdout
+                .decode().split("\n"))
+    assert "etc/nvme" in names and "usr/sbin/nvme" in names   # nvme-cli is in the image: the test can fail
+    per_node = sorted(n for n in names if n in ("etc/nvme/hostnqn", "etc/nvme/hostid")
+                      or n.startswith("etc/ssh/ssh_host_"))
+    assert per_node == []
+    machine_id = subprocess.run(["cpio", "-i", "--quiet", "--to-stdout", "etc/machine-id"], input=root, check=True,
+                                capture_output=True).stdout
+    assert machine_id == b""
 
 
 def test_a_bmc_that_ignores_the_override_boots_the_old_disk_and_fails(scenario, runtime):
