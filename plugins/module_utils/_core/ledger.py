@@ -12,6 +12,7 @@ several controllers and AWX jobs).  Rows are never updated or deleted: the curre
 from __future__ import annotations
 
 import os
+import re
 from typing import Optional
 
 from .errors import LedgerError
@@ -28,11 +29,21 @@ def is_postgres(location: Optional[str]) -> bool:
     return bool(location) and str(location).startswith(("postgresql://", "postgres://"))
 
 
+# An RFC 3986 scheme (two characters or more, so no drive letter) then ":": "postgresql:host/db", a URL missing its
+# "//", must not become a SQLite file of that name while the other controllers write the shared ledger.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+
+
 def _sqlite_path(location: str) -> str:
     path = location[len("sqlite:///"):] if location.startswith("sqlite:///") else location
     if "://" in path:
         raise LedgerError("unknown ledger URL scheme (a path, sqlite:///path or postgresql://...)",
                           where=redact(location))
+    scheme = _SCHEME.match(path)
+    if scheme:
+        # without "//" urlsplit finds no user-info, so nothing past the scheme is named: it may hold a password
+        raise LedgerError("unknown ledger URL scheme %r (a path, sqlite:///path or postgresql://...; a file whose "
+                          "name starts so: ./%s...)" % (scheme.group(0), scheme.group(0)), where="ledger location")
     return path
 
 

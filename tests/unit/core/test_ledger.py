@@ -120,6 +120,19 @@ def test_unknown_backends_are_refused():
         _ledger.open_ledger("mysql://x/y")
     with pytest.raises(LedgerError, match="unknown ledger URL scheme"):
         _ledger.ledger_exists("mysql://x/y")
+    # a PostgreSQL URL missing its "//" is refused, not made a SQLite file called "postgresql:host/db"
+    for typo in ("postgresql:ledger.example.internal/symphony", "postgres:/x", "sqlite:ledger.sqlite"):
+        with pytest.raises(LedgerError, match="unknown ledger URL scheme"):
+            _ledger.open_ledger(typo)
+        with pytest.raises(LedgerError, match="unknown ledger URL scheme"):
+            _ledger.ledger_exists(typo)
+
+
+def test_a_path_holding_a_colon_is_still_a_sqlite_ledger(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _ledger.open_ledger("./run:1.sqlite").close()
+    _ledger.open_ledger(str(tmp_path / "a:b.sqlite")).close()
+    assert (tmp_path / "run:1.sqlite").is_file() and (tmp_path / "a:b.sqlite").is_file()
 
 
 def test_default_location(monkeypatch, tmp_path):
