@@ -116,7 +116,8 @@ def collect(ledger: Ledger, nodes: Optional[Mapping[str, Any]] = None) -> Dict[s
     for row in rows:
         key = "%s:%s" % (row["last_stage"], row["gate"]) if row["last_stage"] else "none"
         by_gate[key] = by_gate.get(key, 0) + 1
-        if row["last_stage"] == "cluster_validation" and row["gate"] == "pass":
+        # the inventory's handed_off group: cluster_validation passed, whatever fleet_audit found since
+        if row["gates"].get("cluster_validation") == "pass":
             handed_off += 1
     summary = {"nodes": len(rows), "by_gate": by_gate, "handed_off": handed_off,
                "tls_unverified": {host: sorted(stages) for host, stages in sorted(tls_unverified.items())}}

@@ -155,3 +155,14 @@ def test_tls_unverified_rows_are_marked_in_the_report(tmp_path):
     page = _report_html.render_html(data)
     assert "TLS unverified:</b> 1 node(s)" in page and "n1 (pre_deployment)" in page
     assert page.count("<small>TLS unverified</small>") == 1
+
+
+def test_handed_off_counts_nodes_audited_after_handoff(tmp_path):
+    """A node stays handed off (the inventory's handed_off group) once fleet_audit has gated it, pass or fail."""
+    ledger = open_ledger(str(tmp_path / "l.sqlite"))
+    for node, audit in (("n1", g.passed), ("n2", lambda: g.failed("XID 79", "drain"))):
+        _record(ledger, node, "cluster_validation", {"mfu_target": lambda c: g.passed()}, "cv1")
+        _record(ledger, node, "fleet_audit", {"xid": lambda c, audit=audit: audit()}, "fa1")
+    summary = _report.collect(ledger, TWIN)["summary"]
+    assert summary["handed_off"] == 2
+    assert summary["by_gate"] == {"fleet_audit:pass": 1, "fleet_audit:fail": 1}
