@@ -267,7 +267,8 @@ def validate_twin(data: Dict[str, Any], path: str, known_skus: Optional[Iterable
                 me = {"u": node["u"], "serial": node["serial"], "bmc_mac": mac, "bmc_address": address,
                       "bmc_system_id": node.get("bmc_system_id")}
                 if node["u"] in used_u and not _same_bmc(me, nodes[used_u[node["u"]]]):
-                    raise TwinError("U%d already holds %s" % (node["u"], used_u[node["u"]]), where=where)
+                    raise TwinError("U%d already holds %s%s" % (node["u"], used_u[node["u"]], _sibling_hint(
+                        me, nodes[used_u[node["u"]]])), where=where)
                 used_u.setdefault(node["u"], host)
                 for key, value in (("serial", node["serial"]), ("bmc_mac", mac), ("bmc_address", address),
                                    ("inband_address", inband)):
@@ -342,6 +343,18 @@ def _same_bmc(node: Dict[str, Any], other: Dict[str, Any]) -> bool:
     ids = (node.get("bmc_system_id"), other.get("bmc_system_id"))
     return all(ids) and ids[0] != ids[1] and all(
         node[k] == other.get(k) for k in ("u", "serial", "bmc_mac", "bmc_address"))
+
+
+def _sibling_hint(node: Dict[str, Any], other: Dict[str, Any]) -> str:
+    """What a U clash between two nodes that share the serial and BMC (blade siblings) lacks: their bmc_system_id."""
+    if not all(node[k] == other.get(k) for k in ("u", "serial", "bmc_mac", "bmc_address")):
+        return ""
+    mine, theirs = node.get("bmc_system_id"), other.get("bmc_system_id")
+    if not mine or not theirs:
+        missing = " and ".join(name for name, value in (("this node", mine), (other["hostname"], theirs)) if not value)
+        return (" with the same serial and BMC: two nodes behind one BMC each name their own bmc_system_id "
+                "(missing on %s)" % missing)
+    return " with the same serial, BMC and bmc_system_id %r: each node behind one BMC names its own" % mine
 
 
 def load_twin(path: Any, known_skus: Optional[Iterable[str]] = None) -> Twin:

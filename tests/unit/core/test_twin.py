@@ -125,6 +125,11 @@ def test_nodes_behind_one_bmc_share_its_u_serial_and_address(doc):
     assert [twin.nodes[h]["bmc_system_id"] for h in ("b0", "b1")] == ["Node0", "Node1"]
     assert twin.nodes["b0"]["bmc_address"] == twin.nodes["b1"]["bmc_address"] == "10.10.1.15"
     rack["nodes"][1]["bmc_system_id"] = "Node0"   # the same system twice is two nodes on one: refused
-    assert _error(doc) == "site.twin.yml: $.sites[0].racks[0].nodes[1] (b1): U5 already holds b0"
-    del rack["nodes"][1]["bmc_system_id"]
-    assert _error(doc) == "site.twin.yml: $.sites[0].racks[0].nodes[1] (b1): U5 already holds b0"
+    assert _error(doc) == ("site.twin.yml: $.sites[0].racks[0].nodes[1] (b1): U5 already holds b0 with the same "
+                           "serial, BMC and bmc_system_id 'Node0': each node behind one BMC names its own")
+    del rack["nodes"][1]["bmc_system_id"]   # the error names the field that is missing, and where
+    assert _error(doc) == ("site.twin.yml: $.sites[0].racks[0].nodes[1] (b1): U5 already holds b0 with the same "
+                           "serial and BMC: two nodes behind one BMC each name their own bmc_system_id (missing on "
+                           "this node)")
+    del rack["nodes"][0]["bmc_system_id"]
+    assert _error(doc).endswith("(missing on this node and b0)")
