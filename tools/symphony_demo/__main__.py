@@ -302,14 +302,14 @@ def summarise(console, wall_s, rc, exercise_node=None):
     from ansible_collections.symphony.cluster.plugins.module_utils._core.ledger import open_ledger
     from ansible_collections.symphony.cluster.plugins.module_utils._core.report import write_report
     from ansible_collections.symphony.cluster.plugins.module_utils._core.gate import STAGES
-    from ansible_collections.symphony.cluster.plugins.module_utils._core.inventory import read_ledger_view
+    from ansible_collections.symphony.cluster.plugins.module_utils._core.inventory import promoted_spares
     from rich.table import Table
 
     twin = _twin()
     ledger = open_ledger(str(LEDGER))
     gates = ledger.current_gates()
     # spares in service now, as the inventory reads them: a spare_returned after its promotion puts it back
-    promoted = read_ledger_view(str(LEDGER))["promoted"]
+    promoted = promoted_spares(ledger)
     table = Table(title="symphony.cluster demo: gates per node")
     for col in ("node", "rack", "U", "spare", "1 pre_deploy", "2 provision", "3 burn_in", "4 validation",
                 "5 fleet_audit"):

@@ -107,6 +107,21 @@ def read_positions(location: Optional[str] = None) -> Dict[str, Tuple[str, str, 
     return read_ledger_view(location)["positions"]
 
 
+def promoted_spares(ledger: Any) -> Dict[str, Any]:
+    """``{spare: node it replaces}`` for the twin spares in service now, from an open ledger: the latest
+    ``spare_promoted`` event of a spare, unless a ``spare_returned`` event came after it (the fleet audit resumed the
+    node the spare stood in for, and the spare went back to the pool)."""
+    moves = sorted(ledger.events(kind="spare_promoted") + ledger.events(kind="spare_returned"),
+                   key=lambda event: event["recorded_at"])
+    promoted: Dict[str, Any] = {}
+    for event in moves:
+        if event["kind"] == "spare_promoted":
+            promoted[event["node"]] = (event["data"] or {}).get("replaces")
+        else:
+            promoted.pop(event["node"], None)
+    return promoted
+
+
 def read_ledger_view(location: Optional[str] = None) -> Dict[str, Any]:
     """What the inventory needs from the ledger: ``{"positions": {...}, "promoted": {node: replaced node}}``.
 
@@ -123,14 +138,7 @@ def read_ledger_view(location: Optional[str] = None) -> Dict[str, Any]:
     ledger = open_ledger(location)
     try:
         gates = ledger.current_gates()
-        moves = sorted(ledger.events(kind="spare_promoted") + ledger.events(kind="spare_returned"),
-                       key=lambda event: event["recorded_at"])
-        promoted: Dict[str, Any] = {}
-        for event in moves:
-            if event["kind"] == "spare_promoted":
-                promoted[event["node"]] = (event["data"] or {}).get("replaces")
-            else:
-                promoted.pop(event["node"], None)
+        promoted = promoted_spares(ledger)
     finally:
         ledger.close()
     out: Dict[str, Tuple[str, str, str, List[str]]] = {}

@@ -337,17 +337,21 @@ def _site_fabric(fabric: Dict[str, Any], where: str) -> Dict[str, Any]:
     return {"rail_optimised": bool(fabric.get("rail_optimised", False)), "switches": switches}
 
 
+def _one_chassis(node: Dict[str, Any], other: Dict[str, Any]) -> bool:
+    """True when ``node`` and ``other`` have the same U, serial, BMC MAC and address (one blade chassis's BMC)."""
+    return all(node[k] == other.get(k) for k in ("u", "serial", "bmc_mac", "bmc_address"))
+
+
 def _same_bmc(node: Dict[str, Any], other: Dict[str, Any]) -> bool:
-    """True when ``node`` and ``other`` are two nodes behind one BMC (a blade chassis): the same U, serial,
-    BMC MAC and address, each naming its own ``bmc_system_id``."""
+    """True when ``node`` and ``other`` are two nodes behind one BMC (a blade chassis): :func:`_one_chassis`, each
+    naming its own ``bmc_system_id``."""
     ids = (node.get("bmc_system_id"), other.get("bmc_system_id"))
-    return all(ids) and ids[0] != ids[1] and all(
-        node[k] == other.get(k) for k in ("u", "serial", "bmc_mac", "bmc_address"))
+    return all(ids) and ids[0] != ids[1] and _one_chassis(node, other)
 
 
 def _sibling_hint(node: Dict[str, Any], other: Dict[str, Any]) -> str:
     """What a U clash between two nodes that share the serial and BMC (blade siblings) lacks: their bmc_system_id."""
-    if not all(node[k] == other.get(k) for k in ("u", "serial", "bmc_mac", "bmc_address")):
+    if not _one_chassis(node, other):
         return ""
     mine, theirs = node.get("bmc_system_id"), other.get("bmc_system_id")
     if not mine or not theirs:
